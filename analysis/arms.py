@@ -1,0 +1,145 @@
+"""Arms: sets of trials that differ only in their seed, the rows of every per-loss table.
+
+An arm is keyed by the `by` columns (default: loss) plus every other configuration column that
+takes more than one value within a `by` group, so trials with different learning rates, models or
+experiments are never averaged together as if they were seeds. The seed column is never a key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from analysis.store import ResultsError, config_columns
+
+
+def format_value(value: Any) -> str:
+    """A configuration value as shown in labels: floats in shortest %g form."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def plain_value(value: Any) -> Any:
+    """A configuration value as a CSV-friendly scalar (timestamps and the like as strings)."""
+    return value if isinstance(value, int | float | str | bool) or value is None else str(value)
+
+
+@dataclass(frozen=True)
+class Arms:
+    """Trials grouped into arms."""
+
+    members: pl.DataFrame
+    """experiment, trial_id, arm (label), seed_key (str: the seed, or the trial id when the seed is
+    missing so such trials never pair up) and the key columns."""
+    keys: tuple[str, ...]
+    order: tuple[str, ...]
+    """Arm labels in display order: baseline arms first, then sorted by key values."""
+    key_values: dict[str, dict[str, Any]]
+    """Arm label -> {key column: value}."""
+    notes: list[str] = field(default_factory=list)
+
+
+def _label(values: dict[str, Any]) -> str:
+    parts = [format_value(values["loss"])] if values.get("loss") is not None else []
+    extra = [f"{k}={format_value(v)}" for k, v in values.items() if k != "loss" and v is not None]
+    if parts and extra:
+        return f"{parts[0]} ({', '.join(extra)})"
+    return parts[0] if parts else ", ".join(extra) or "(no config)"
+
+
+def assign_arms(
+    trials: pl.DataFrame,
+    by: Sequence[str] = ("loss",),
+    *,
+    baseline_column: str = "loss",
+    baseline: str | None = "mle",
+) -> Arms:
+    """Group `trials` (a `load_trials` frame) into arms keyed by `by` plus the configuration columns
+    that vary within a `by` group."""
+    configs = config_columns(trials)
+    unknown = [c for c in by if c not in configs]
+    if unknown:
+        raise ResultsError(
+            f"unknown column {', '.join(map(repr, unknown))} for --by; "
+            f"available: {', '.join(c for c in configs if c != 'seed')}"
+        )
+    if "seed" in by:
+        raise ResultsError("--by seed: seeds are what an arm averages over, not an arm key")
+    others = [c for c in configs if c not in by and c != "seed"]
+    keys = list(by)
+    if others and trials.height:
+        spread = trials.group_by(list(by)).agg(pl.col(c).n_unique() for c in others)
+        keys += [c for c in others if spread[c].max() > 1]
+    seed_key = (
+        pl.when(pl.col("seed").is_not_null())
+        .then(pl.col("seed").cast(pl.String()))
+        .otherwise(pl.lit("trial:") + pl.col("trial_id"))
+        if "seed" in trials.columns
+        else pl.lit("trial:") + pl.col("trial_id")
+    )
+    notes = []
+    if "seed" not in trials.columns:
+        notes.append("the trials table has no seed column: every trial counts as its own seed")
+    members = trials.select("experiment", "trial_id", seed_key.alias("seed_key"), *keys)
+    distinct = members.select(keys).unique().sort(keys, nulls_last=True)
+    key_values = {}
+    labels = []
+    for row in distinct.iter_rows(named=True):
+        label = _label(row)
+        key_values[label] = row
+        labels.append(label)
+    is_base = [
+        baseline is not None and key_values[label].get(baseline_column) == baseline
+        for label in labels
+    ]
+    order = [lb for lb, b in zip(labels, is_base, strict=True) if b] + [
+        lb for lb, b in zip(labels, is_base, strict=True) if not b
+    ]
+    label_frame = pl.DataFrame(
+        {**{k: [key_values[lb][k] for lb in labels] for k in keys}, "arm": labels},
+        schema={**{k: members.schema[k] for k in keys}, "arm": pl.String()},
+    )
+    members = members.join(label_frame, on=keys, how="left", nulls_equal=True)
+    split = [k for k in keys if k not in by]
+    if split:
+        verb = "it varies" if len(split) == 1 else "they vary"
+        notes.append(
+            f"rows are split by {', '.join(split)} as well: {verb} within {', '.join(by)}, "
+            "and only trials that differ in nothing but the seed are averaged"
+        )
+    return Arms(members, tuple(keys), tuple(order), key_values, notes)
+
+
+def baseline_arm(
+    arms: Arms, label: str, *, column: str = "loss", value: str = "mle"
+) -> tuple[str | None, str | None]:
+    """The baseline arm to compare arm `label` with, or (None, reason).
+
+    The baseline is the arm whose `column` equals `value` and that agrees with `label` on every
+    other key column where both have a value (an mle arm has no alpha; it still matches a del arm
+    with any alpha but the same learning rate and model).
+    """
+    mine = arms.key_values[label]
+    if column not in arms.keys:
+        return None, f"no {column} column among the row keys: no comparison with {value}"
+    if mine.get(column) == value:
+        return None, None
+    matches = []
+    for other, theirs in arms.key_values.items():
+        if theirs.get(column) != value:
+            continue
+        if all(
+            mine[k] is None or theirs[k] is None or mine[k] == theirs[k]
+            for k in arms.keys
+            if k != column
+        ):
+            matches.append(other)
+    if not matches:
+        return None, f"no {value} arm with the same configuration"
+    if len(matches) > 1:
+        return None, f"several {value} arms match ({'; '.join(matches)})"
+    return matches[0], None

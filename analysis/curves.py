@@ -1,0 +1,62 @@
+"""Metric curves over training per arm: at every step, the mean over seeds and the half width of
+its t-interval, computed in one polars aggregation (learning curves can have millions of rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from analysis.ablation import arm_seed_values
+from analysis.arms import Arms
+from analysis.store import Store, read_latest
+from analysis.tstats import t_quantile
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One arm's curve of one metric. Arrays of shape (steps,); `half` is nan where n < 2."""
+
+    steps: np.ndarray
+    mean: np.ndarray
+    half: np.ndarray
+    n: np.ndarray
+
+
+def metric_curves(
+    store: Store, arms: Arms, metrics: Sequence[str], level: float = 0.95
+) -> tuple[dict[str, dict[str, Curve]], list[str]]:
+    """metric -> arm -> Curve for the arms' trials, and notes on what was left out."""
+    latest, counts = read_latest(store, metrics)
+    per_seed, notes = arm_seed_values(latest, arms)
+    if counts.note():
+        notes.insert(0, counts.note())
+    agg = (
+        per_seed.group_by(["metric", "arm", "step"])
+        .agg(
+            pl.col("value").mean().alias("mean"),
+            pl.col("value").std(ddof=1).alias("sd"),
+            pl.len().alias("n"),
+        )
+        .sort(["metric", "arm", "step"])
+    )
+    # One t quantile per distinct seed count, not per point.
+    t_of = {int(n): t_quantile((1 + level) / 2, int(n) - 1) for n in agg["n"].unique() if n >= 2}
+    agg = agg.with_columns(
+        pl.col("n").replace_strict(t_of, default=None, return_dtype=pl.Float64()).alias("t")
+    ).with_columns(
+        (pl.col("t") * pl.col("sd") / pl.col("n").cast(pl.Float64()).sqrt())
+        .fill_null(float("nan"))
+        .alias("half")
+    )
+    out: dict[str, dict[str, Curve]] = {}
+    for (metric, arm), part in agg.group_by(["metric", "arm"], maintain_order=True):
+        out.setdefault(str(metric), {})[str(arm)] = Curve(
+            steps=part["step"].to_numpy(),
+            mean=part["mean"].to_numpy(),
+            half=part["half"].to_numpy(),
+            n=part["n"].to_numpy(),
+        )
+    return out, notes

@@ -1,0 +1,282 @@
+"""The hyper-parameter search view, from the Parquet results alone: the best trials by the
+objective, how much of the objective's variance each parameter explains on its own, and, for
+several objectives, the Pareto front (trials no other trial beats on every objective)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from analysis.arms import format_value, plain_value
+from analysis.directions import Direction, direction
+from analysis.metric_names import splits
+from analysis.selection import FINAL, ValueSpec, select_values
+from analysis.store import (
+    DEFAULT_STATUSES,
+    ResultsError,
+    Store,
+    config_columns,
+    current_trials,
+    metric_names,
+    read_latest,
+    trial_summary,
+)
+from analysis.table import DASH, Result, Table, fmt
+
+MAX_BINS = 5
+"""Numeric parameters with more distinct values than this are cut into this many quantile bins
+before their η² is computed."""
+MIN_TRIALS_FOR_IMPORTANCE = 4
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str
+    direction: Direction
+
+    @property
+    def label(self) -> str:
+        return f"{self.metric} ({self.direction})"
+
+
+def parse_objective(text: str, available: Sequence[str]) -> Objective:
+    """`METRIC`, `METRIC:max` or `METRIC:min`; without a suffix the metric's known direction.
+    The metric must be one of `available`."""
+    metric, _, want = text.rpartition(":") if text.endswith((":max", ":min")) else (text, "", "")
+    if metric not in available:
+        raise ResultsError(
+            f"unknown metric {metric!r} for --objective; available: {', '.join(available)}"
+        )
+    if want:
+        return Objective(metric, want)  # type: ignore[arg-type]
+    known = direction(metric)
+    if known is None:
+        raise ResultsError(
+            f"objective {metric!r} has no known direction; write {metric}:max or {metric}:min"
+        )
+    return Objective(metric, known)
+
+
+def default_objective(available: Sequence[str]) -> Objective | None:
+    """gen/macc when the store has it, else CE on the first evaluation split (test first)."""
+    if "gen/macc" in available:
+        return Objective("gen/macc", "max")
+    for split in splits(available):
+        if f"eval/{split}/ce" in available:
+            return Objective(f"eval/{split}/ce", "min")
+    return None
+
+
+def pareto_mask(points: np.ndarray, directions: Sequence[Direction]) -> np.ndarray:
+    """True for the points no other point dominates. points: (n, k); returns (n,) bool.
+
+    j dominates i when j is at least as good on every objective and better on one.
+    """
+    costs = points * np.array([-1.0 if d == "max" else 1.0 for d in directions])  # (n, k)
+    n = costs.shape[0]
+    keep = np.ones(n, dtype=bool)
+    for start in range(0, n, 512):  # chunks bound the (chunk, n, k) comparison in memory
+        block = costs[start : start + 512]  # (c, k)
+        no_worse = np.all(costs[None, :, :] <= block[:, None, :], axis=2)  # (c, n)
+        better = np.any(costs[None, :, :] < block[:, None, :], axis=2)  # (c, n)
+        keep[start : start + 512] = ~np.any(no_worse & better, axis=1)
+    return keep
+
+
+def _levels(values: list[object]) -> tuple[list[str], int]:
+    """Group labels for η²: numeric parameters with many values in quantile bins, nulls apart."""
+    present = [v for v in values if v is not None]
+    numeric = present and all(isinstance(v, int | float) for v in present)
+    if numeric and len(set(present)) > MAX_BINS:
+        arr = np.array(present, dtype=np.float64)
+        edges = np.quantile(arr, np.linspace(0, 1, MAX_BINS + 1)[1:-1])
+        labels = [
+            "null" if v is None else f"bin{int(np.searchsorted(edges, v, side='right'))}"
+            for v in values
+        ]
+    else:
+        labels = ["null" if v is None else repr(v) for v in values]
+    return labels, len(set(labels))
+
+
+def eta_squared(y: np.ndarray, labels: Sequence[str]) -> float | None:
+    """Share of the variance of y between the groups given by labels; None if y is constant."""
+    y = np.asarray(y, dtype=np.float64)
+    total = float(np.sum((y - y.mean()) ** 2))
+    if total == 0.0:
+        return None
+    lab = np.asarray(labels)
+    between = sum(
+        int(np.sum(lab == g)) * (float(y[lab == g].mean()) - float(y.mean())) ** 2
+        for g in set(labels)
+    )
+    return between / total
+
+
+def search(
+    store: Store,
+    *,
+    objectives: Sequence[str] = (),
+    value: ValueSpec = FINAL,
+    top: int = 10,
+    statuses: Sequence[str] = DEFAULT_STATUSES,
+) -> Result:
+    """Best trials (one objective) or Pareto front (several), and parameter importance."""
+    if top < 1:
+        raise ResultsError(f"--top must be >= 1, got {top}")
+    trials, notes = current_trials(store, statuses)
+    result = Result("search", "Search", notes=[*store.notes, *notes])
+    result.header.append(f"experiments: {', '.join(store.experiments)}")
+    if trials.height == 0:
+        return result
+    available = metric_names(store)
+    if objectives:
+        objs = [parse_objective(o, available) for o in objectives]
+        chosen_by = "given"
+    else:
+        found = default_objective(available)
+        if found is None:
+            result.notes.append(
+                "no gen/macc or eval/<split>/ce in the store to default to: "
+                "pass --objective METRIC[:max|min]"
+            )
+            return result
+        objs = [found]
+        chosen_by = "default; choose with --objective METRIC[:max|min], repeatable"
+    if len({o.metric for o in objs}) != len(objs):
+        raise ResultsError("--objective: each metric at most once")
+    latest, counts = read_latest(store, [o.metric for o in objs])
+    if counts.note():
+        result.notes.append(counts.note())
+    picked = select_values(latest, value)
+    frame = trials
+    for k, o in enumerate(objs):
+        col = picked.filter(pl.col("metric") == o.metric).select(
+            "experiment", "trial_id", pl.col("value").alias(f"_obj{k}")
+        )
+        frame = frame.join(col, on=["experiment", "trial_id"], how="left")
+    obj_cols = [f"_obj{k}" for k in range(len(objs))]
+    complete = frame.filter(pl.all_horizontal(pl.col(c).is_finite() for c in obj_cols))
+    if complete.height < frame.height:
+        result.notes.append(
+            f"{frame.height - complete.height} trial(s) lack a finite value for every objective: "
+            "left out"
+        )
+    result.header += [
+        trial_summary(trials),
+        "objective"
+        + ("s" if len(objs) > 1 else "")
+        + f": {', '.join(o.label for o in objs)} ({chosen_by}); value per trial: {value.label}",
+    ]
+    if complete.height == 0:
+        result.notes.append("no trial has the objective value(s) yet: no search view")
+        return result
+    params = [c for c in config_columns(trials) if c != "experiment" and complete[c].n_unique() > 1]
+    if complete["experiment"].n_unique() > 1:
+        params.insert(0, "experiment")
+    id_cols = ["experiment", "trial_id"] if complete["experiment"].n_unique() > 1 else ["trial_id"]
+
+    def row_cells(rec: dict) -> list[str]:
+        return (
+            [str(rec[c]) for c in id_cols]
+            + [rec["status"]]
+            + [fmt(rec[c]) for c in obj_cols]
+            + [DASH if rec[p] is None else format_value(rec[p]) for p in params]
+        )
+
+    def records_of(df: pl.DataFrame) -> list[dict]:
+        return [
+            {
+                **{c: r[c] for c in id_cols},
+                "status": r["status"],
+                **{o.metric: r[c] for o, c in zip(objs, obj_cols, strict=True)},
+                **{p: plain_value(r[p]) for p in params},
+            }
+            for r in df.iter_rows(named=True)
+        ]
+
+    columns = [*id_cols, "status", *(o.label for o in objs), *params]
+    if len(objs) == 1:
+        ranked = complete.sort(obj_cols[0], descending=objs[0].direction == "max").head(top)
+        result.tables.append(
+            Table(
+                name="search_best",
+                title=f"best {ranked.height} of {complete.height} trials by {objs[0].label}",
+                columns=["rank", *columns],
+                rows=[
+                    [str(i + 1), *row_cells(r)] for i, r in enumerate(ranked.iter_rows(named=True))
+                ],
+                data=pl.DataFrame(records_of(ranked), infer_schema_length=None),
+            )
+        )
+    else:
+        points = complete.select(obj_cols).to_numpy()  # (n, k)
+        mask = pareto_mask(points, [o.direction for o in objs])
+        front = complete.filter(pl.Series(mask)).sort(
+            obj_cols[0], descending=objs[0].direction == "max"
+        )
+        result.tables.append(
+            Table(
+                name="search_pareto",
+                title=f"Pareto front: {front.height} of {complete.height} trials not dominated",
+                columns=columns,
+                rows=[row_cells(r) for r in front.iter_rows(named=True)],
+                data=pl.DataFrame(records_of(front), infer_schema_length=None),
+            )
+        )
+        result.figure_data["pareto"] = {
+            "objectives": [o.label for o in objs],
+            "points": points,
+            "front": mask,
+        }
+
+    # Importance: η² of each varying parameter, per objective.
+    if not params:
+        result.notes.append("no parameter varies across these trials: no importance table")
+    elif complete.height < MIN_TRIALS_FOR_IMPORTANCE:
+        result.notes.append(
+            f"fewer than {MIN_TRIALS_FOR_IMPORTANCE} trials with objective values: "
+            "no importance table"
+        )
+    else:
+        rows, records = [], []
+        n = complete.height
+        for o, c in zip(objs, obj_cols, strict=True):
+            y = complete[c].to_numpy()
+            scored = []
+            for p in params:
+                labels, k = _levels(complete[p].to_list())
+                scored.append((p, eta_squared(y, labels), k))
+            scored.sort(key=lambda t: -1.0 if t[1] is None else t[1], reverse=True)
+            for p, eta, k in scored:
+                chance = (k - 1) / (n - 1)
+                rows.append([o.label, p, fmt(eta), str(k), fmt(chance)])
+                records.append(
+                    {
+                        "objective": o.metric,
+                        "parameter": p,
+                        "eta_squared": eta,
+                        "levels": k,
+                        "chance": chance,
+                        "trials": n,
+                    }
+                )
+        result.tables.append(
+            Table(
+                name="search_importance",
+                title="parameter importance: η² = share of the objective's variance explained "
+                "by the parameter alone",
+                columns=["objective", "parameter", "η²", "levels", "chance (k−1)/(n−1)"],
+                rows=rows,
+                data=pl.DataFrame(records, infer_schema_length=None),
+            )
+        )
+        result.notes.append(
+            f"η² is one parameter at a time (correlated parameters are not separated); numeric "
+            f"parameters with more than {MAX_BINS} values are cut into {MAX_BINS} quantile bins; "
+            "with k levels over n trials a parameter without effect scores about (k−1)/(n−1)"
+        )
+    return result

@@ -1,0 +1,276 @@
+"""Reading a results store (schema version 1) with polars: lazy scans of the long metrics table,
+deduplication, and the current state of every trial.
+
+Layout under the results root RESULTS:
+    metrics/experiment=<E>/part-*.parquet   trial_id, attempt, step, metric, value, ts
+    trials/experiment=<E>/part-*.parquet    one row per trial state change (config columns too)
+    experiments/<E>/manifest.json           not needed here
+
+Every command goes through `open_store` (which lists the part files and checks their footers, so a
+part still being written by a running sweep is skipped with a note instead of failing the read),
+then `scan_metrics` (projection + predicate pushdown into the Parquet scan) and `latest_rows`
+(one row per trial, step and metric).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+METRICS_SCHEMA: dict[str, pl.DataType] = {
+    "trial_id": pl.String(),
+    # int32 on disk; read as int64 so parts written with a wider type still scan together.
+    "attempt": pl.Int64(),
+    "step": pl.Int64(),
+    "metric": pl.String(),
+    "value": pl.Float64(),
+    "ts": pl.Datetime("us", "UTC"),
+}
+"""The metrics table as analysis reads it (`experiment` comes from the partition folder)."""
+
+_CAST = pl.ScanCastOptions(
+    integer_cast="upcast",
+    float_cast="upcast",
+    datetime_cast=["nanosecond-downcast", "millisecond-upcast", "convert-timezone"],
+)
+
+STATE_COLUMNS: frozenset[str] = frozenset({"trial_id", "status", "start", "end", "error", "ts"})
+"""Trials-table columns that describe a trial's state, not its configuration."""
+
+STATUSES: tuple[str, ...] = ("PENDING", "RUNNING", "TERMINATED", "ERROR")
+"""Trial states the sweep writes."""
+
+KEY = ("experiment", "trial_id", "step", "metric")
+"""One analysed value per key."""
+
+
+class ResultsError(ValueError):
+    """The input cannot be analysed as asked (missing folder, unknown experiment, column or metric,
+    unreadable file). The CLI prints the message and exits with status 2."""
+
+
+@dataclass(frozen=True)
+class Store:
+    """The readable part files of the selected experiments under one results root."""
+
+    root: Path
+    experiments: tuple[str, ...]
+    metric_files: dict[str, tuple[Path, ...]]
+    trial_files: dict[str, tuple[Path, ...]]
+    notes: list[str] = field(default_factory=list)
+    """What was skipped while listing (unreadable part files), for the user."""
+
+
+def _experiment_dirs(folder: Path) -> dict[str, Path]:
+    if not folder.is_dir():
+        return {}
+    return {
+        d.name.split("=", 1)[1]: d
+        for d in sorted(folder.iterdir())
+        if d.is_dir() and d.name.startswith("experiment=")
+    }
+
+
+def _readable_parts(folder: Path, notes: list[str]) -> tuple[Path, ...]:
+    """The part files whose Parquet footer reads; a part a live sweep is still writing fails that
+    check and is left out (and mentioned) rather than breaking the whole scan."""
+    parts = []
+    for path in sorted(folder.glob("part-*.parquet")):
+        try:
+            pl.read_parquet_schema(path)
+        except Exception as err:  # polars raises several error types for a torn file
+            notes.append(f"skipped unreadable file {path} ({type(err).__name__}: {err})")
+            continue
+        parts.append(path)
+    return tuple(parts)
+
+
+def open_store(root: str | Path, experiments: Sequence[str] | None = None) -> Store:
+    """List the results under `root`, for `experiments` (default: every experiment present)."""
+    root = Path(root)
+    if not root.exists():
+        raise ResultsError(f"results directory {root} does not exist")
+    if not root.is_dir():
+        raise ResultsError(f"results path {root} is not a directory")
+    metric_dirs = _experiment_dirs(root / "metrics")
+    trial_dirs = _experiment_dirs(root / "trials")
+    found = sorted(set(metric_dirs) | set(trial_dirs))
+    if not found:
+        raise ResultsError(
+            f"no trials in {root}: expected trials/experiment=<E>/part-*.parquet and "
+            "metrics/experiment=<E>/part-*.parquet under it"
+        )
+    if experiments:
+        unknown = [e for e in experiments if e not in found]
+        if unknown:
+            raise ResultsError(
+                f"unknown experiment {', '.join(map(repr, unknown))} in {root}; "
+                f"available: {', '.join(found)}"
+            )
+        chosen = tuple(dict.fromkeys(experiments))
+    else:
+        chosen = tuple(found)
+    notes: list[str] = []
+    metric_files = {
+        e: _readable_parts(metric_dirs[e], notes) if e in metric_dirs else () for e in chosen
+    }
+    trial_files = {
+        e: _readable_parts(trial_dirs[e], notes) if e in trial_dirs else () for e in chosen
+    }
+    return Store(root, chosen, metric_files, trial_files, notes)
+
+
+def scan_metrics(store: Store, metrics: Collection[str] | None = None) -> pl.LazyFrame:
+    """Raw metric rows (duplicates and all attempts included) of the selected experiments, with an
+    `experiment` column; `metrics` restricts the metric names (pushed into the Parquet scan)."""
+    frames = []
+    for experiment, files in store.metric_files.items():
+        if not files:
+            continue
+        lf = pl.scan_parquet(
+            list(files),
+            schema=METRICS_SCHEMA,
+            extra_columns="ignore",
+            cast_options=_CAST,
+        )
+        if metrics is not None:
+            lf = lf.filter(pl.col("metric").is_in(list(metrics)))
+        frames.append(lf.with_columns(pl.lit(experiment, pl.String()).alias("experiment")))
+    if not frames:
+        return pl.LazyFrame(schema={**METRICS_SCHEMA, "experiment": pl.String()})
+    return pl.concat(frames, how="vertical")
+
+
+def latest_rows(raw: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per (experiment, trial_id, step, metric): the highest attempt, and within it the
+    latest write (a restored sweep may re-write a row; a retried trial re-reports steps).
+
+    Columns: experiment, trial_id, step, metric, value.
+    """
+    return raw.group_by(list(KEY)).agg(pl.col("value").sort_by(["attempt", "ts"]).last())
+
+
+def metric_names(store: Store) -> list[str]:
+    """The distinct metric names in the selected experiments, sorted."""
+    names = scan_metrics(store).select(pl.col("metric").unique()).collect()
+    return sorted(names["metric"].to_list())
+
+
+@dataclass(frozen=True)
+class RowCounts:
+    """How many metric rows a read saw and kept, for the user's notes."""
+
+    raw: int
+    kept: int
+
+    def note(self) -> str | None:
+        """A sentence about rows counted once, or None when nothing was deduplicated."""
+        if self.raw == self.kept:
+            return None
+        return (
+            f"{self.raw - self.kept} of {self.raw} metric rows were repeats (restored sweep) or "
+            "superseded by a later attempt of the same trial: each (trial, step, metric) "
+            "counted once"
+        )
+
+
+def read_latest(store: Store, metrics: Collection[str]) -> tuple[pl.DataFrame, RowCounts]:
+    """`latest_rows` of the given metrics, collected, with the raw and kept row counts."""
+    raw = scan_metrics(store, metrics)
+    latest, counts = pl.collect_all(
+        [latest_rows(raw), raw.select(pl.len().alias("n"))],
+    )
+    return latest, RowCounts(raw=int(counts["n"][0]), kept=latest.height)
+
+
+def _read_trial_parts(store: Store) -> pl.DataFrame | None:
+    frames = []
+    for experiment, files in store.trial_files.items():
+        for path in files:
+            df = pl.read_parquet(path)
+            missing = [c for c in ("trial_id", "status", "ts") if c not in df.columns]
+            if missing:
+                raise ResultsError(f"trials file {path} lacks column(s) {', '.join(missing)}")
+            frames.append(df.with_columns(pl.lit(experiment, pl.String()).alias("experiment")))
+    if not frames:
+        return None
+    # Parts may lack all-null columns or carry new parameter columns: align by name.
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def load_trials(store: Store) -> pl.DataFrame:
+    """The current state of every trial: one row per (experiment, trial_id).
+
+    State columns (status, start, end, error, ts) come from the latest row by ts; configuration
+    columns from the latest row where they are set (a state-change row may leave them empty).
+    Empty frame (with experiment, trial_id, status columns) when no trial has been written yet.
+    """
+    df = _read_trial_parts(store)
+    if df is None or df.height == 0:
+        return pl.DataFrame(
+            schema={"experiment": pl.String(), "trial_id": pl.String(), "status": pl.String()}
+        )
+    df = df.with_columns(pl.col("ts").cast(pl.Datetime("us", "UTC")))
+    state = [c for c in df.columns if c in STATE_COLUMNS and c != "trial_id"]
+    config = [c for c in df.columns if c not in STATE_COLUMNS and c != "experiment"]
+    return (
+        df.sort("ts")
+        .group_by(["experiment", "trial_id"], maintain_order=True)
+        .agg([pl.col(c).last() for c in state] + [pl.col(c).drop_nulls().last() for c in config])
+        .sort(["experiment", "trial_id"])
+    )
+
+
+def config_columns(trials: pl.DataFrame) -> list[str]:
+    """The configuration columns of a `load_trials` frame (experiment included, state excluded)."""
+    return [c for c in trials.columns if c not in STATE_COLUMNS]
+
+
+DEFAULT_STATUSES: tuple[str, ...] = ("TERMINATED",)
+"""Trials whose values at the end of training are tabled unless --status says otherwise: the
+finished ones. On a live sweep, RUNNING trials are counted in a note (their values so far are not
+final values); ERROR trials stopped part-way."""
+
+CURVE_STATUSES: tuple[str, ...] = ("TERMINATED", "RUNNING")
+"""Trials drawn in curves over training by default: running ones contribute the steps so far."""
+
+
+def current_trials(
+    store: Store, statuses: Sequence[str] = DEFAULT_STATUSES
+) -> tuple[pl.DataFrame, list[str]]:
+    """`load_trials` restricted to `statuses`, and notes on what was left out or is partial."""
+    bad = [s for s in statuses if s not in STATUSES]
+    if bad:
+        raise ResultsError(f"unknown status {', '.join(bad)}; statuses: {', '.join(STATUSES)}")
+    trials = load_trials(store)
+    notes: list[str] = []
+    if trials.height == 0:
+        return trials, [
+            f"no trials in {store.root} yet (experiments: {', '.join(store.experiments)})"
+        ]
+    counts = dict(trials.group_by("status").len().iter_rows())
+    for status, n in sorted(counts.items()):
+        if status in statuses:
+            continue
+        hint = {
+            "PENDING": " (not started)",
+            "RUNNING": " (not finished; add RUNNING to --status to see their latest values)",
+            "ERROR": " (failed part-way; add ERROR to --status to include them)",
+        }.get(status, "")
+        notes.append(f"left out {n} {status} trial(s){hint}")
+    if "RUNNING" in statuses and counts.get("RUNNING"):
+        notes.append(
+            f"{counts['RUNNING']} trial(s) still RUNNING: their final values are the latest "
+            "step reported so far"
+        )
+    return trials.filter(pl.col("status").is_in(list(statuses))), notes
+
+
+def trial_summary(trials: pl.DataFrame) -> str:
+    """ "12 trials (9 TERMINATED, 3 RUNNING)"."""
+    counts = dict(trials.group_by("status").len().iter_rows()) if trials.height else {}
+    parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s))
+    return f"{trials.height} trials" + (f" ({parts})" if parts else "")

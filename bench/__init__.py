@@ -1,0 +1,1 @@
+"""Benchmarks (run as modules: `python -m bench.losses`); timings live here, never in tests."""

@@ -1,0 +1,261 @@
+"""Benchmark of the analysis commands on a large generated results store, next to the same
+aggregations written with pandas.
+
+    python -m bench.analysis [--trials-per-loss 250] [--steps 585] [--reuse] [--out bench/out]
+
+Generates (or with --reuse, keeps) a store of about 10 million metric rows over 2,000 trials
+under bench/out/analysis_store (git-ignored), then runs every job in a fresh Python subprocess
+and reports its wall time (the job itself, imports excluded; import time is listed apart) and its
+peak resident memory, read by the subprocess from `resource.getrusage(RUSAGE_SELF).ru_maxrss` at
+the end. Timings are measurements for the README, never asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOSSES = ("mle", "del", "ntl", "dist2", "mixce", "emo", "compensated", "ntl_was")
+SIZES = {"xs": 1_000_000, "s": 4_000_000, "m": 16_000_000, "l": 64_000_000, "xl": 256_000_000}
+LRS = (1e-4, 2e-4, 3e-4, 5e-4, 7e-4, 1e-3, 1.5e-3, 2e-3, 3e-3, 5e-3)
+SEEDS = (0, 1, 2, 3, 4)
+JOBS = ("ablation", "entropy", "scaling", "search", "report")
+
+
+# ----------------------------------------------------------------------------------------------
+# pandas versions of the same aggregations (bench only: analysis/ never imports pandas)
+
+
+def _pandas_latest(store: Path, metrics: list[str]):  # noqa: ANN202 - pandas types stay local
+    """Deduplicated rows of `metrics` (highest attempt, then latest write), pandas + pyarrow."""
+    import pandas as pd
+
+    frames = []
+    for folder in sorted((store / "metrics").iterdir()):
+        df = pd.read_parquet(
+            folder,
+            columns=["trial_id", "attempt", "step", "metric", "value", "ts"],
+            filters=[("metric", "in", metrics)],
+        )
+        df["experiment"] = folder.name.split("=", 1)[1]
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    df = df.sort_values(["attempt", "ts"]).drop_duplicates(
+        ["experiment", "trial_id", "step", "metric"], keep="last"
+    )
+    return df.drop(columns=["attempt", "ts"])
+
+
+def _pandas_trials(store: Path):  # noqa: ANN202
+    import pandas as pd
+
+    frames = []
+    for folder in sorted((store / "trials").iterdir()):
+        for part in sorted(folder.glob("part-*.parquet")):
+            df = pd.read_parquet(part)
+            df["experiment"] = folder.name.split("=", 1)[1]
+            frames.append(df)
+    df = pd.concat(frames, ignore_index=True).sort_values("ts")
+    return df.groupby(["experiment", "trial_id"], as_index=False).last()
+
+
+def _pandas_final(latest):  # noqa: ANN001, ANN202
+    return (
+        latest.sort_values("step")
+        .groupby(["experiment", "trial_id", "metric"], as_index=False)
+        .last()
+    )
+
+
+def _pandas_seed_stats(values, trials, keys):  # noqa: ANN001, ANN202
+    """Mean ± t-interval over seeds per arm (arm = loss, lr, model here)."""
+    from analysis.tstats import t_quantile
+
+    merged = values.merge(trials[trials["status"] == "TERMINATED"], on=["experiment", "trial_id"])
+    per_seed = merged.groupby(["loss", "lr", "model", "seed", *keys], as_index=False)[
+        "value"
+    ].mean()
+    out = per_seed.groupby(["loss", "lr", "model", *keys])["value"].agg(["mean", "std", "count"])
+    t = out["count"].map(lambda n: t_quantile(0.975, n - 1) if n > 1 else float("nan"))
+    out["half"] = t * out["std"] / out["count"] ** 0.5
+    return out
+
+
+def pandas_job(job: str, store: Path) -> None:
+    """The pandas counterpart of one analysis command (the table numbers, not the rendering)."""
+    import numpy as np
+
+    trials = _pandas_trials(store)
+    if job == "ablation":
+        leaves = (
+            "digit_acc",
+            "ce",
+            "error_entropy",
+            "self_alignment",
+            "log_confidence",
+            "digit_entropy",
+        )
+        names = [f"eval/{s}/{leaf}" for s in ("test", "extra") for leaf in leaves]
+        names += [f"gen/{b}/exact_match" for b in ("mathgen", "gsm8k", "svamp")] + ["gen/macc"]
+        latest = _pandas_latest(store, names)
+        final = _pandas_final(latest)
+        _pandas_seed_stats(final, trials, ["metric"])
+        # best: the larger value for accuracies, the smaller for the rest (entropy left out)
+        higher = latest["metric"].str.contains("acc|exact_match|macc|log_confidence")
+        score = np.where(higher, latest["value"], -latest["value"])
+        ranked = latest.assign(score=score)[~latest["metric"].str.endswith("digit_entropy")]
+        idx = ranked.groupby(["experiment", "trial_id", "metric"])["score"].idxmax()
+        _pandas_seed_stats(latest.loc[idx], trials, ["metric"])
+    elif job == "entropy":
+        names = [
+            f"eval/{s}/{leaf}" for s in ("test", "extra") for leaf in ("digit_entropy", "digit_acc")
+        ]
+        latest = _pandas_latest(store, names)
+        _pandas_seed_stats(latest, trials, ["metric", "step"])
+    elif job == "scaling":
+        from analysis.powerlaw import fit_power_law
+
+        leaves = ("ce", "error_entropy", "self_alignment", "log_confidence")
+        names = ["model/params_non_embedding"]
+        names += [f"eval/{s}/{leaf}" for s in ("test", "extra") for leaf in leaves]
+        final = _pandas_final(_pandas_latest(store, names))
+        sizes = final[final["metric"] == "model/params_non_embedding"][
+            ["experiment", "trial_id", "value"]
+        ].rename(columns={"value": "N"})
+        points = final[final["metric"] != "model/params_non_embedding"].merge(sizes)
+        points = points.merge(
+            trials[trials["status"] == "TERMINATED"], on=["experiment", "trial_id"]
+        )
+        for _, group in points.groupby(["loss", "metric"]):
+            fit_power_law(group["N"].to_numpy(), group["value"].to_numpy(), n_boot=2000)
+    elif job == "search":
+        final = _pandas_final(_pandas_latest(store, ["gen/macc"]))
+        done = final.merge(trials[trials["status"] == "TERMINATED"], on=["experiment", "trial_id"])
+        done.sort_values("value", ascending=False).head(10)
+        total = ((done["value"] - done["value"].mean()) ** 2).sum()
+        for param in ("loss", "lr", "model", "seed"):
+            grouped = done.groupby(param)["value"].agg(["mean", "count"])
+            ((grouped["mean"] - done["value"].mean()) ** 2 * grouped["count"]).sum() / total
+    else:
+        raise ValueError(f"no pandas version of {job!r}")
+
+
+def polars_job(job: str, store: Path, out: Path) -> None:
+    """One analysis command through its CLI entry point, output discarded."""
+    from analysis.__main__ import main
+
+    argv = [job, str(store)]
+    if job == "report":
+        argv += ["-o", str(out / "report")]
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(argv)
+    if code != 0:
+        raise RuntimeError(f"analysis {job} exited with {code}")
+
+
+def child(engine: str, job: str, store: Path, out: Path) -> None:
+    """Runs in the fresh subprocess: import, time the job, print one JSON line."""
+    t0 = time.perf_counter()
+    if engine == "polars":
+        import analysis.__main__  # noqa: F401 - import cost measured apart from the job
+    else:
+        import pandas  # noqa: F401
+    t1 = time.perf_counter()
+    if engine == "polars":
+        polars_job(job, store, out)
+    else:
+        pandas_job(job, store)
+    t2 = time.perf_counter()
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    print(json.dumps({"import_s": t1 - t0, "job_s": t2 - t1, "peak_rss_mb": rss_mb}))
+
+
+def run_child(engine: str, job: str, store: Path, out: Path) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.analysis", "--child", engine, job, str(store), str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{engine} {job} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    parser.add_argument("--steps", type=int, default=585, help="training steps per trial")
+    parser.add_argument("--reuse", action="store_true", help="keep an existing generated store")
+    parser.add_argument(
+        "--child", nargs=4, metavar=("ENGINE", "JOB", "STORE", "OUT"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.child:
+        engine, job, store, out = args.child
+        child(engine, job, Path(store), Path(out))
+        return
+    from analysis.synthetic import generate_store
+
+    store = args.out / "analysis_store"
+    if not (args.reuse and (store / "metrics").is_dir()):
+        import shutil
+
+        shutil.rmtree(store, ignore_errors=True)
+        t0 = time.perf_counter()
+        made = generate_store(
+            store,
+            experiment="bench",
+            losses=LOSSES,
+            seeds=SEEDS,
+            sizes=SIZES,
+            lrs=LRS,
+            steps=args.steps,
+            eval_every=50,
+            restored_fraction=0.01,
+            retried_fraction=0.05,
+            running_fraction=0.03,
+            errored_fraction=0.02,
+            seed=0,
+        )
+        print(
+            f"generated {made.n_trials} trials, {made.n_metric_rows:,} metric rows "
+            f"({made.n_unique_rows:,} after deduplication) in {time.perf_counter() - t0:.1f} s"
+        )
+    size_mb = sum(p.stat().st_size for p in store.rglob("*.parquet")) / 2**20
+    print(f"store: {store} ({size_mb:.0f} MiB of Parquet)\n")
+    rows = []
+    for job in JOBS:
+        pol = run_child("polars", job, store, args.out)
+        pan = run_child("pandas", job, store, args.out) if job != "report" else None
+        rows.append((job, pol, pan))
+        print(
+            f"  {job}: polars {pol['job_s']:.2f} s"
+            + (f", pandas {pan['job_s']:.2f} s" if pan else ""),
+            file=sys.stderr,
+        )
+    print(
+        "| command | polars time (s) | polars peak RSS (MiB) | pandas time (s) | "
+        "pandas peak RSS (MiB) |"
+    )
+    print("|---|---|---|---|---|")
+    for job, pol, pan in rows:
+        pandas_cells = f"{pan['job_s']:.2f} | {pan['peak_rss_mb']:.0f}" if pan else "— | —"
+        print(f"| {job} | {pol['job_s']:.2f} | {pol['peak_rss_mb']:.0f} | {pandas_cells} |")
+    imports = rows[0][1]["import_s"]
+    print(f"\nimport time (not included above): analysis CLI {imports:.2f} s")
+
+
+if __name__ == "__main__":
+    if not __package__:
+        sys.exit("run as a module from the project root: python -m bench.analysis")
+    main()

@@ -1,0 +1,33 @@
+"""Connecting to Ray: an existing cluster when there is one, else an embedded local instance
+that listens on the loopback interface only."""
+
+from __future__ import annotations
+
+import os
+
+import ray
+
+
+
+def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
+    """Initialise Ray and say how: "cluster" when `address` (or RAY_ADDRESS, as set inside
+    `ray job submit`) names one, "local" for an embedded instance on 127.0.0.1."""
+    if ray.is_initialized():
+        return "existing"
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address and address != "local":
+        ray.init(address=address)
+        return "cluster"
+    ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False)
+    return "local"
+
+
+def node_addresses() -> list[str]:
+    """Addresses of the cluster's live nodes (127.0.0.1 for the embedded instance)."""
+    return [n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")]
+
+
+def cluster_capacity() -> dict[str, float]:
+    """Total CPUs and GPUs of the connected cluster."""
+    total = ray.cluster_resources()
+    return {"CPU": float(total.get("CPU", 0.0)), "GPU": float(total.get("GPU", 0.0))}

@@ -1,0 +1,177 @@
+"""The sweep file: one YAML document, validated with pydantic before anything starts.
+
+    experiment: demo                  # results go under <results>/…/experiment=demo
+    mode: search                      # search (Optuna) or grid
+    trial: {model: …, data: …, train: …, eval: …}   # the base TrialConfig of every trial
+    search: {num_trials: 4, losses: [mle, del], space: {alpha: {low: 0.01, high: 1, log: true}}}
+    grid: {losses: [mle, del], seeds: [0, 1, 2], presets: [tiny, xs], params: {del: {alpha: 0.01}}}
+    resources: {workers_per_trial: 1, cpus_per_worker: 1, max_concurrent_trials: 2}
+
+`load_sweep(path, overrides)` reads the file, applies dotted command-line overrides
+(`train.lr=3e-4` is short for `trial.train.lr=3e-4`; `search.num_trials=64`), and validates it.
+Errors name the file and the key (`SweepFileError`). Field docstrings are the docs.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from trainables.config import TrialConfig
+from trainables.losses import LOSSES
+
+
+class SweepFileError(ValueError):
+    """A sweep file (or an override) that cannot run; the message names the file and the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Range(_Strict):
+    """A search range for one loss hyper-parameter (or the learning rate)."""
+
+    low: float
+    high: float
+    log: bool = False
+    """Sample uniformly in log space (both bounds must be > 0)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Range:
+        if not (math.isfinite(self.low) and math.isfinite(self.high)) or self.low > self.high:
+            raise ValueError(f"need finite low <= high, got low={self.low}, high={self.high}")
+        if self.log and self.low <= 0:
+            raise ValueError(f"log ranges need low > 0, got low={self.low}")
+        return self
+
+
+class Objective(_Strict):
+    metric: str = "eval/test/digit_acc"
+    """A reported metric (see the README's metric list)."""
+    mode: Literal["max", "min"] = "max"
+
+
+class SearchConfig(_Strict):
+    num_trials: int = Field(4, ge=1)
+    """Trials Optuna proposes."""
+    losses: list[str] = Field(default_factory=lambda: ["mle", "ntl_was", "dist2", "del"])
+    """Losses to choose from (a categorical parameter when more than one)."""
+    space: dict[str, Range] = Field(default_factory=dict)
+    """Ranges of loss hyper-parameters (alpha, decay_base, lam, eta, tau) and of `lr`. A loss
+    hyper-parameter is sampled only in trials whose loss takes it; the others keep defaults."""
+    objectives: list[Objective] = Field(default_factory=lambda: [Objective()])
+    """What Optuna optimises (the last reported value of each trial)."""
+    sampler: Literal["tpe", "random"] = "tpe"
+    sampler_seed: int = 0
+
+
+class GridConfig(_Strict):
+    losses: list[str] = Field(default_factory=lambda: ["mle", "del"])
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    presets: list[str] | None = None
+    """Model presets; null = the trial's model."""
+    params: dict[str, dict[str, float | bool]] = Field(default_factory=dict)
+    """Fixed hyper-parameters per loss name, e.g. {del: {alpha: 0.01}}."""
+
+
+class ResourcesConfig(_Strict):
+    workers_per_trial: int = Field(1, ge=1)
+    """Ray Train workers (data-parallel DeepSpeed ranks) per trial."""
+    cpus_per_worker: float = Field(1.0, gt=0)
+    gpus_per_worker: float = Field(0.0, ge=0)
+    max_concurrent_trials: int | None = Field(None, ge=1)
+    """Trials at once; null = as many as the cluster's CPUs/GPUs hold."""
+    max_failures: int = Field(1, ge=0)
+    """Ray Train worker-group restarts per trial (from the latest checkpoint)."""
+
+
+class SweepConfig(_Strict):
+    experiment: str = Field("default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Experiment name: the results partition and the Ray run name."""
+    mode: Literal["search", "grid"] = "search"
+    seed: int = 0
+    """Seed of every trial in search mode (grid mode lists seeds)."""
+    trial: TrialConfig = Field(default_factory=TrialConfig)
+    """The base trial: model, data, train, eval (loss, seed and ids are filled per trial)."""
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    grid: GridConfig = Field(default_factory=GridConfig)
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+
+    @model_validator(mode="after")
+    def _losses_and_params(self) -> SweepConfig:
+        losses = self.search.losses if self.mode == "search" else self.grid.losses
+        if not losses:
+            raise ValueError(f"{self.mode}.losses: give at least one loss")
+        for name in losses:
+            if name not in LOSSES:
+                raise ValueError(
+                    f"{self.mode}.losses: unknown loss {name!r}; known: {', '.join(LOSSES)}"
+                )
+        if self.mode == "search":
+            for param in self.search.space:
+                if param != "lr" and not any(param in LOSSES[n].hyperparams for n in losses):
+                    raise ValueError(
+                        f"search.space.{param}: no loss in search.losses takes {param!r}"
+                    )
+        else:
+            for name, params in self.grid.params.items():
+                if name not in losses:
+                    raise ValueError(f"grid.params.{name}: {name!r} is not in grid.losses")
+                for param in params:
+                    if param not in LOSSES[name].hyperparams:
+                        takes = ", ".join(LOSSES[name].hyperparams) or "no parameters"
+                        raise ValueError(
+                            f"grid.params.{name}.{param}: loss {name!r} does not take {param!r} "
+                            f"(it takes: {takes})"
+                        )
+        return self
+
+
+def apply_override(data: dict[str, Any], dotted: str) -> None:
+    """Set `a.b.c=value` in a nested dict; the value is parsed as YAML (numbers, lists, …).
+    Keys of the base trial may omit the `trial.` prefix (`train.lr=3e-4`)."""
+    if "=" not in dotted:
+        raise SweepFileError(f"override {dotted!r}: expected KEY=VALUE")
+    key, raw = dotted.split("=", 1)
+    parts = key.strip().split(".")
+    if parts[0] in TrialConfig.model_fields and parts[0] not in SweepConfig.model_fields:
+        parts = ["trial", *parts]
+    node = data
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise SweepFileError(f"override {dotted!r}: {part!r} is not a section")
+        node = child
+    node[parts[-1]] = yaml.safe_load(raw)
+
+
+def _describe(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        lines.append(f"  {where}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepConfig:
+    """Read, override and validate a sweep file; `SweepFileError` names the file and keys."""
+    path = Path(path)
+    if not path.is_file():
+        raise SweepFileError(f"{path}: no such sweep file")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise SweepFileError(f"{path}: not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise SweepFileError(f"{path}: expected a mapping at the top level")
+    for dotted in overrides or []:
+        apply_override(data, dotted)
+    try:
+        return SweepConfig.model_validate(data)
+    except ValidationError as err:
+        raise SweepFileError(f"{path}: invalid sweep file:\n{_describe(err)}") from err

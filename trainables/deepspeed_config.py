@@ -1,0 +1,71 @@
+"""The DeepSpeed config a trial runs with, generated from its `TrainConfig`.
+
+Batch sizes, the optimizer and the precision come from the trial config; a user's own DeepSpeed
+JSON (`train.deepspeed_config`) is merged over the rest (e.g. ZeRO-3 partitioning settings,
+communication buckets). The learning-rate schedule is ours (`trainables.schedule`), so a
+"scheduler" key in a user's config is rejected rather than silently fighting ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from trainables.config import TrainConfig
+
+# Keys that numsweep owns: the trial config is the single source of truth for them.
+_OWNED_KEYS = (
+    "train_batch_size",
+    "train_micro_batch_size_per_gpu",
+    "gradient_accumulation_steps",
+    "scheduler",
+)
+
+
+def use_bf16(precision: str) -> bool:
+    """bf16 for "bf16", and for "auto" on a CUDA device that supports it; fp32 otherwise."""
+    if precision == "bf16":
+        return True
+    if precision == "fp32":
+        return False
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
+def deepspeed_config(train: TrainConfig, world_size: int) -> dict[str, Any]:
+    """The DeepSpeed config for `world_size` data-parallel workers."""
+    user = dict(train.deepspeed_config or {})
+    clash = sorted(k for k in _OWNED_KEYS if k in user)
+    if clash:
+        raise ValueError(
+            f"train.deepspeed_config sets {', '.join(clash)}: numsweep derives these from "
+            "train.micro_batch_size, train.grad_accum and the cosine schedule"
+        )
+    zero: dict[str, Any] = {"stage": train.zero_stage}
+    if train.offload_optimizer:
+        zero["offload_optimizer"] = {"device": "cpu"}
+    config: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": train.micro_batch_size,
+        "gradient_accumulation_steps": train.grad_accum,
+        "train_batch_size": train.micro_batch_size * train.grad_accum * world_size,
+        "optimizer": {
+            "type": "AdamW",
+            "params": {
+                "lr": train.lr,
+                "betas": [0.9, 0.95],
+                "eps": 1e-8,
+                "weight_decay": train.weight_decay,
+            },
+        },
+        "gradient_clipping": train.grad_clip,
+        "zero_optimization": zero,
+        "bf16": {"enabled": use_bf16(train.precision)},
+        "steps_per_print": 10**9,  # numsweep reports metrics itself
+        "wall_clock_breakdown": False,
+    }
+    for key, value in user.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            config[key] = {**config[key], **value}
+        else:
+            config[key] = value
+    return config

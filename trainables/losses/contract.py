@@ -1,0 +1,303 @@
+"""The one contract every loss follows: inputs, shift, token means, outputs, hyper-parameters.
+
+A loss is a callable object: `loss_fn(logits, labels, normalizer=None) -> LossOutput`.
+
+- `logits` (B, T, V) float of any dtype; all arithmetic is in fp32 (fp64 for fp64 logits).
+- `labels` (B, T) long, aligned with the input ids as in Hugging Face causal LMs; -100 means
+  ignore. The loss shifts them: the logits at position t are scored against labels[:, t + 1]
+  (the last position predicts nothing).
+- Every mean is over non-ignored shifted positions ("tokens") or, for the auxiliary term of
+  the digit losses, over tokens whose target is a digit ("digit positions").
+
+Global-batch means (gradient accumulation, data parallel). By default the means use this
+batch's own counts. Pass `normalizer={"n_tokens": N, "n_digits": D}` with the counts of the
+whole global batch (e.g. the all-reduced sum of `target_counts` over every micro-batch and
+rank) and each mean becomes this batch's *contribution* sum / N (resp. sum / D): summing
+`loss` (and `parts`) over the micro-batches and ranks then gives exactly the token mean over
+the global batch. "n_digits" is only needed by digit losses. A count of 0 gives a term of 0.
+
+Each loss class declares its hyper-parameters (`hyperparams`: name -> `HyperParam` with
+default and valid range), the non-tunable inputs it requires (`required_inputs`, e.g. EMO's
+`cost_embedding`) and whether it needs digit tokens (`needs_digits`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+
+from trainables.losses.cross_entropy import compute_dtype, token_nll, with_gradient
+from trainables.losses.digits import digit_values
+from trainables.losses.vocab import NumberVocab
+
+IGNORE_INDEX = -100
+NORMALIZER_KEYS = ("n_tokens", "n_digits")
+
+
+@dataclass(frozen=True)
+class LossOutput:
+    """What a loss returns.
+
+    loss: differentiable 0-dim tensor (compute dtype).
+    parts: named, detached 0-dim tensors, always "ce" (the token cross-entropy, with the same
+        denominator as `loss`); digit losses add "aux" (their auxiliary term before alpha).
+    n_tokens: 0-dim long tensor, non-ignored shifted positions in this batch.
+    n_digits: 0-dim long tensor, positions whose target is a digit (digit losses; else None).
+    """
+
+    loss: torch.Tensor
+    parts: dict[str, torch.Tensor]
+    n_tokens: torch.Tensor
+    n_digits: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class HyperParam:
+    """One hyper-parameter of a loss: its default and its valid range.
+
+    A bool default makes a flag; otherwise the value is a float in [low, high], with
+    `low_open` / `high_open` excluding the bound. None means unbounded on that side.
+    """
+
+    default: float | bool
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    doc: str = ""
+
+    @property
+    def is_flag(self) -> bool:
+        return isinstance(self.default, bool)
+
+    def validate(self, loss_name: str, name: str, value: Any) -> float | bool:
+        """Return the value as a float (or bool), or raise ValueError naming loss and parameter."""
+        where = f"loss {loss_name!r}: parameter {name!r}"
+        if self.is_flag:
+            if not isinstance(value, bool):
+                raise ValueError(f"{where} must be a bool, got {value!r}")
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{where} must be a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"{where} must be finite, got {value!r}")
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            raise ValueError(
+                f"{where} must be {'>' if self.low_open else '>='} {self.low}, got {value}"
+            )
+        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
+            raise ValueError(
+                f"{where} must be {'<' if self.high_open else '<='} {self.high}, got {value}"
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch after the shift, flattened over (B, T) into N = B * T rows."""
+
+    logits: torch.Tensor  # (N, V) the caller's dtype (a view, no copy)
+    targets: torch.Tensor  # (B, T) long: targets[b, t] is what logits at (b, t) predict
+    valid: torch.Tensor  # (N,) bool, target != -100
+    n_tokens: torch.Tensor  # 0-dim long, valid.sum()
+    token_denominator: torch.Tensor  # 0-dim compute dtype, >= 1
+    normalizer: Mapping[str, Any] | None
+    dtype: torch.dtype = field(default=torch.float32)  # compute dtype
+
+    @property
+    def flat_targets(self) -> torch.Tensor:  # (N,)
+        return self.targets.reshape(-1)
+
+
+def shift_labels(labels: torch.Tensor) -> torch.Tensor:
+    """(B, T) labels -> (B, T) targets: targets[:, t] = labels[:, t + 1], last column -100.
+
+    Shifting the labels (not the logits) keeps the logits a free (B*T, V) view.
+    """
+    return F.pad(labels[:, 1:], (0, 1), value=IGNORE_INDEX)
+
+
+def target_counts(
+    labels: torch.Tensor, vocab: NumberVocab | None = None
+) -> dict[str, torch.Tensor]:
+    """Counts of one batch, for building the global `normalizer` before the loss is called.
+
+    labels: (B, T) long, unshifted. Returns {"n_tokens": ..., "n_digits": ...} as 0-dim long
+    tensors ("n_digits" only when `vocab` is given), counted exactly as the losses count.
+    """
+    targets = shift_labels(labels)
+    counts = {"n_tokens": (targets != IGNORE_INDEX).sum()}
+    if vocab is not None:
+        counts["n_digits"] = (digit_values(targets, vocab) >= 0).sum()
+    return counts
+
+
+class TokenLoss:
+    """Base of every loss: checks inputs, shifts labels, counts tokens, returns LossOutput.
+
+    Subclasses set `name`, `hyperparams`, `needs_digits`, `required_inputs` and implement
+    `forward(batch) -> (loss, parts)`; the hyper-parameter values are in `self.params`.
+    """
+
+    name: ClassVar[str] = ""
+    hyperparams: ClassVar[Mapping[str, HyperParam]] = {}
+    required_inputs: ClassVar[tuple[str, ...]] = ()
+    needs_digits: ClassVar[bool] = False
+
+    def __init__(self, vocab: NumberVocab | None = None, **params: Any) -> None:
+        if vocab is not None and not isinstance(vocab, NumberVocab):
+            raise TypeError(f"loss {self.name!r}: vocab must be a NumberVocab, got {type(vocab)}")
+        if self.needs_digits and vocab is None:
+            raise ValueError(
+                f"loss {self.name!r} needs digit tokens: pass a NumberVocab "
+                "(NumberVocab.from_tokenizer(tokenizer))"
+            )
+        self.vocab = vocab
+        known = set(self.hyperparams) | set(self.required_inputs)
+        unknown = sorted(set(params) - known)
+        if unknown:
+            takes = ", ".join(sorted(known)) or "no parameters"
+            raise ValueError(
+                f"loss {self.name!r} does not take parameter(s) {', '.join(map(repr, unknown))} "
+                f"(it takes: {takes})"
+            )
+        missing = [k for k in self.required_inputs if k not in params]
+        if missing:
+            raise ValueError(f"loss {self.name!r} requires {', '.join(map(repr, missing))}")
+        self.params: dict[str, float | bool] = {
+            k: spec.validate(self.name, k, params.get(k, spec.default))
+            for k, spec in self.hyperparams.items()
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({args})"
+
+    def __call__(
+        self,
+        logits: torch.Tensor,
+        labels: torch.Tensor,
+        normalizer: Mapping[str, Any] | None = None,
+    ) -> LossOutput:
+        """Loss of one batch; see the module docstring for shapes and `normalizer`."""
+        self._check_inputs(logits, labels, normalizer)
+        targets = shift_labels(labels)  # (B, T)
+        valid = targets.reshape(-1) != IGNORE_INDEX  # (N,)
+        n_tokens = valid.sum()
+        dtype = compute_dtype(logits.dtype)
+        batch = Batch(
+            logits=logits.reshape(-1, logits.shape[-1]),
+            targets=targets,
+            valid=valid,
+            n_tokens=n_tokens,
+            token_denominator=_denominator(normalizer, "n_tokens", n_tokens, dtype),
+            normalizer=normalizer,
+            dtype=dtype,
+        )
+        return self.forward(batch)
+
+    def forward(self, batch: Batch) -> LossOutput:
+        raise NotImplementedError
+
+    def _check_inputs(
+        self, logits: torch.Tensor, labels: torch.Tensor, normalizer: Mapping[str, Any] | None
+    ) -> None:
+        if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+            raise TypeError(f"loss {self.name!r}: logits must be a float tensor")
+        if not isinstance(labels, torch.Tensor) or labels.dtype != torch.long:
+            raise TypeError(f"loss {self.name!r}: labels must be a LongTensor")
+        if logits.dim() != 3 or labels.dim() != 2 or logits.shape[:2] != labels.shape:
+            raise ValueError(
+                f"loss {self.name!r}: expected logits (B, T, V) and labels (B, T), got "
+                f"{tuple(logits.shape)} and {tuple(labels.shape)}"
+            )
+        if self.vocab is not None and self.vocab.max_id >= logits.shape[-1]:
+            raise ValueError(
+                f"loss {self.name!r}: NumberVocab id {self.vocab.max_id} is outside the "
+                f"logits' vocabulary of size {logits.shape[-1]}"
+            )
+        if normalizer is not None:
+            unknown = sorted(set(normalizer) - set(NORMALIZER_KEYS))
+            if unknown:
+                raise ValueError(
+                    f"loss {self.name!r}: unknown normalizer key(s) {unknown} "
+                    f"(known: {list(NORMALIZER_KEYS)})"
+                )
+            needed = ["n_tokens", "n_digits"] if self.needs_digits else ["n_tokens"]
+            for key in needed:
+                if key not in normalizer:
+                    raise ValueError(f"loss {self.name!r}: normalizer lacks {key!r}")
+                value = normalizer[key]
+                if isinstance(value, int | float) and value < 0:
+                    raise ValueError(f"loss {self.name!r}: normalizer {key!r} is negative")
+
+
+class DigitLoss(TokenLoss):
+    """Base of the digit losses: CE + alpha · (mean over digit positions of a per-digit term).
+
+    Subclasses implement `digit_term`, which returns the term per row and its gradient w.r.t.
+    the ten digit logits in closed form; it runs without autograd, and the gradient is added
+    straight into the cross-entropy's (N, V) gradient (see `cross_entropy`). Rows that are not
+    digit positions are masked out here, so the term may hold any finite value there.
+    Only first derivatives are available (no double backward).
+    """
+
+    needs_digits = True
+
+    def forward(self, batch: Batch) -> LossOutput:
+        assert self.vocab is not None  # guaranteed by needs_digits
+        ids = self.vocab.digit_id_tensor(batch.logits.device)  # (10,)
+        nll, digit_logits = token_nll(batch.logits, batch.flat_targets, ids)  # (N,), (N, 10)
+        with torch.no_grad():
+            digit = digit_values(batch.targets, self.vocab)  # (B, T), -1 where not a digit
+            is_digit = (digit >= 0).reshape(-1)  # (N,)
+            n_digits = is_digit.sum()
+            denominator = _denominator(batch.normalizer, "n_digits", n_digits, batch.dtype)
+            term, grad = self.digit_term(digit_logits, digit, batch)  # (N,), (N, 10)
+            # where (not multiply) so that a non-finite value at a non-digit row cannot leak;
+            # the denominator is clamped >= 1, so no digit position gives 0 / 1 = 0, not NaN
+            aux_value = torch.where(is_digit, term, 0.0).sum() / denominator
+            aux_grad = torch.where(is_digit.unsqueeze(1), grad, 0.0) / denominator
+        aux = with_gradient(digit_logits, aux_value, aux_grad)
+        ce = nll.sum() / batch.token_denominator
+        loss = ce + float(self.params["alpha"]) * aux
+        parts = {"ce": ce.detach(), "aux": aux_value}
+        return LossOutput(loss=loss, parts=parts, n_tokens=batch.n_tokens, n_digits=n_digits)
+
+    def digit_term(
+        self, digit_logits: torch.Tensor, digit: torch.Tensor, batch: Batch
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The per-row term (N,) and its gradient w.r.t. the digit logits (N, 10).
+
+        digit_logits: (N, 10) raw logits of '0'..'9' (compute dtype); digit: (B, T) target
+        digit value, -1 where the target is not a digit (rows are flattened as N = B * T).
+        """
+        raise NotImplementedError
+
+
+def digit_distribution(
+    digit_logits: torch.Tensor, digit: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Shared inputs of the digit terms: p = softmax over the ten digit logits (N, 10), the
+    target value y (N, 1) (0 where not a digit) and the digit values k = 0..9 (10,), all in
+    the logits' dtype."""
+    p = digit_logits.softmax(-1)
+    y = digit.reshape(-1, 1).clamp_min(0).to(digit_logits.dtype)
+    k = torch.arange(10, dtype=digit_logits.dtype, device=digit_logits.device)
+    return p, y, k
+
+
+def _denominator(
+    normalizer: Mapping[str, Any] | None, key: str, local: torch.Tensor, dtype: torch.dtype
+) -> torch.Tensor:
+    """The global count from `normalizer` or the local count, as a dtype scalar clamped >= 1."""
+    count = local if normalizer is None else normalizer[key]
+    if not isinstance(count, torch.Tensor):
+        count = torch.tensor(count)
+    return count.to(device=local.device, dtype=dtype).clamp_min(1)

@@ -1,0 +1,158 @@
+"""From-scratch LLaMA-style model sizes (presets) and their construction and parameter counts.
+
+Non-embedding parameters of a `LlamaForCausalLM` with hidden size h, L layers, n_kv key/value
+heads of size d (= h / n_heads) and MLP width i:
+
+    L * (2*h*h            # q_proj, o_proj
+         + 2*h*n_kv*d     # k_proj, v_proj (grouped-query attention when n_kv < n_heads)
+         + 3*h*i          # gate_proj, up_proj, down_proj (SwiGLU)
+         + 2*h)           # input_layernorm, post_attention_layernorm (RMSNorm weights)
+    + h                   # final norm
+
+(no biases). The presets span about 50k to 29M of these, almost three orders of magnitude. All
+presets tie the output head to the input embedding (as small LLaMA-family models such as
+SmolLM2 do), which keeps the embedding share of tiny models from dwarfing the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+
+@dataclass(frozen=True)
+class PresetSpec:
+    """The dimensions of one preset; vocabulary size and special token ids come from the
+    tokenizer at build time."""
+
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    intermediate_size: int
+    max_position_embeddings: int = 1024
+    tie_word_embeddings: bool = True
+    rope_theta: float = 10000.0
+
+    def __post_init__(self) -> None:
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"hidden_size={self.hidden_size} is not divisible by num_heads={self.num_heads}"
+            )
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_heads={self.num_heads} is not divisible by num_kv_heads={self.num_kv_heads}"
+            )
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_heads
+
+
+PRESETS: dict[str, PresetSpec] = {
+    # ~51k non-embedding parameters: the test / demo model (a CPU step on 8 x 64 tokens is ms).
+    "tiny": PresetSpec(
+        hidden_size=48, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128
+    ),
+    # ~406k
+    "xs": PresetSpec(
+        hidden_size=96, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=256
+    ),
+    # ~2.4M
+    "s": PresetSpec(
+        hidden_size=192, num_layers=6, num_heads=6, num_kv_heads=2, intermediate_size=512
+    ),
+    # ~9.1M
+    "m": PresetSpec(
+        hidden_size=320, num_layers=8, num_heads=8, num_kv_heads=4, intermediate_size=864
+    ),
+    # ~29M
+    "l": PresetSpec(
+        hidden_size=512, num_layers=10, num_heads=8, num_kv_heads=4, intermediate_size=1376
+    ),
+}
+
+
+def llama_config(
+    preset: str,
+    vocab_size: int,
+    *,
+    pad_token_id: int | None,
+    bos_token_id: int | None,
+    eos_token_id: int | None,
+) -> LlamaConfig:
+    """The `LlamaConfig` of ``preset`` for a tokenizer with ``vocab_size`` tokens."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown model preset {preset!r}; presets: {', '.join(PRESETS)}")
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+    for name, token_id in (
+        ("pad_token_id", pad_token_id),
+        ("bos_token_id", bos_token_id),
+        ("eos_token_id", eos_token_id),
+    ):
+        if token_id is not None and not 0 <= token_id < vocab_size:
+            raise ValueError(f"{name}={token_id} is outside the vocabulary [0, {vocab_size})")
+    spec = PRESETS[preset]
+    return LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        head_dim=spec.head_dim,
+        max_position_embeddings=spec.max_position_embeddings,
+        tie_word_embeddings=spec.tie_word_embeddings,
+        rope_parameters={"rope_type": "default", "rope_theta": spec.rope_theta},
+        attention_bias=False,
+        mlp_bias=False,
+        pad_token_id=pad_token_id,
+        bos_token_id=bos_token_id,
+        eos_token_id=eos_token_id,
+    )
+
+
+def build_model(
+    preset: str,
+    vocab_size: int,
+    seed: int,
+    *,
+    pad_token_id: int | None,
+    bos_token_id: int | None,
+    eos_token_id: int | None,
+) -> LlamaForCausalLM:
+    """A freshly initialised ``preset`` model; the same seed gives bit-identical weights. The
+    caller's torch RNG state is left untouched."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {seed!r}")
+    config = llama_config(
+        preset,
+        vocab_size,
+        pad_token_id=pad_token_id,
+        bos_token_id=bos_token_id,
+        eos_token_id=eos_token_id,
+    )
+    # Initialisation draws from torch's global CPU generator: seed it inside a fork so the
+    # caller's RNG stream continues as if nothing happened.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    return model
+
+
+def count_parameters(model: torch.nn.Module) -> dict[str, int]:
+    """``total``: every distinct parameter tensor's size (a tied embedding/head matrix counts once);
+    ``non_embedding``: ``total`` minus the input embedding and, when it is not tied to it, the
+    output head."""
+    distinct = {id(parameter): parameter for parameter in model.parameters()}
+    total = sum(parameter.numel() for parameter in distinct.values())
+    embedding_ids = {id(model.get_input_embeddings().weight)}
+    head = model.get_output_embeddings()
+    if head is not None:
+        # Tied: the head's weight *is* the embedding's, already in the set.
+        embedding_ids.add(id(head.weight))
+    embedding = sum(distinct[pid].numel() for pid in embedding_ids if pid in distinct)
+    return {"total": total, "non_embedding": total - embedding}

