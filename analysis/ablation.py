@@ -173,16 +173,14 @@ def ablation(
     for j, (metric, spec) in enumerate(columns):
         cells = [stats.get((arm, metric, spec)) for arm in rows_in_use]
         marked |= {(i, j + 2) for i in _best_rows(cells, metric)}
-    single = [
-        a
-        for a in rows_in_use
-        if any(ci.half_width is None for (b, _, _), ci in stats.items() if b == a)
-    ]
+    no_interval = {arm for (arm, _, _), ci in stats.items() if ci.half_width is None}
+    single = [a for a in rows_in_use if a in no_interval]
     if single:
         result.notes.append(f"one seed: no interval for {', '.join(single)}")
 
     # Paired tests against the baseline arm on the seeds both have.
-    tests: dict[tuple[str, str, ValueSpec], tuple[str, PairedTest]] = {}
+    tests: dict[tuple[str, str, ValueSpec], PairedTest] = {}
+    base_of: dict[str, str] = {}
     reasons: dict[str, str] = {}
     for arm in rows_in_use:
         base, why = baseline_arm(arms, arm, value=baseline)
@@ -190,15 +188,19 @@ def ablation(
             if why:
                 reasons[arm] = why
             continue
+        base_of[arm] = base
         for metric, spec in columns:
             mine, theirs = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
             common = sorted(set(mine) & set(theirs))
-            tests[(arm, metric, spec)] = (
-                base,
-                paired_t_test([mine[s] for s in common], [theirs[s] for s in common]),
+            tests[(arm, metric, spec)] = paired_t_test(
+                [mine[s] for s in common], [theirs[s] for s in common]
             )
-    for arm, why in reasons.items():
-        result.notes.append(f"{arm}: {why}")
+    has_baseline = any(arms.key_values[a].get("loss") == baseline for a in rows_in_use)
+    if has_baseline:
+        by_reason: dict[str, list[str]] = defaultdict(list)
+        for arm, why in reasons.items():
+            by_reason[why].append(arm)
+        result.notes += [f"{'; '.join(arms_)}: {why}" for why, arms_ in by_reason.items()]
 
     records = []
     for i, arm in enumerate(rows_in_use):
@@ -206,7 +208,8 @@ def ablation(
             ci = stats.get((arm, metric, spec))
             if ci is None:
                 continue
-            base, test = tests.get((arm, metric, spec), (None, None))
+            test = tests.get((arm, metric, spec))
+            base = base_of.get(arm) if test else None
             records.append(
                 {
                     "arm": arm,
@@ -241,21 +244,20 @@ def ablation(
     ]
     sig_rows = []
     for arm in rows_in_use:
-        if not any((arm, m, s) in tests for m, s in columns):
+        if arm not in base_of:
             continue
-        row = [arm, next(b for (a, _, _), (b, _) in tests.items() if a == arm)]
+        row = [arm, base_of[arm]]
         for metric, spec in columns:
-            entry = tests.get((arm, metric, spec))
-            if entry is None:
+            test = tests.get((arm, metric, spec))
+            if test is None:
                 row.append(DASH)
                 continue
-            test = entry[1]
             if test.p is None:
                 row.append(f"{DASH} ({test.reason})")
             else:
-                row.append(f"Δ={fmt_signed(test.mean_diff)} p={fmt_p(test.p)} (n={test.n})")
+                row.append(f"Δ={fmt_signed(test.mean_diff)} {fmt_p(test.p)} (n={test.n})")
         sig_rows.append(row)
-    if any(t.p is not None for _, t in tests.values()):
+    if any(t.p is not None for t in tests.values()):
         result.tables.append(
             Table(
                 name="ablation_vs_baseline",
@@ -269,6 +271,6 @@ def ablation(
             f"no paired test vs {baseline}: it needs at least 2 seeds that both arms ran "
             "(and differences that are not all equal)"
         )
-    elif not any(arms.key_values[a].get("loss") == baseline for a in rows_in_use):
+    elif not has_baseline:
         result.notes.append(f"no {baseline} arm: no paired tests")
     return result

@@ -3,7 +3,7 @@ over training per arm, log-log scaling plots with the fitted lines, and the Pare
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +32,13 @@ def plot_curves(
     order: Sequence[str],
     path: Path,
     title: str,
+    family: Mapping[str, str] | None = None,
 ) -> Path:
-    """One panel per metric, one line per arm (mean over seeds) with its CI band where n ≥ 2."""
+    """One panel per metric, one line per arm (mean over seeds) with its CI band where n ≥ 2.
+
+    With more than MAX_LEGEND arms the bands are left out (they would bury each other) and the
+    lines are coloured by `family` (arm -> e.g. its loss), with one legend entry per family.
+    """
     metrics = [m for m in metrics if m in curves]
     if not metrics:
         raise ValueError("plot_curves: none of the metrics has data")
@@ -41,15 +46,30 @@ def plot_curves(
         1, len(metrics), figsize=(5.2 * len(metrics), 3.8), squeeze=False, constrained_layout=True
     )
     arms = [a for a in order if any(a in curves[m] for m in metrics)]
-    colors = dict(zip(arms, _colors(len(arms)), strict=True))
+    many = len(arms) > MAX_LEGEND
+    if many and family:
+        names = list(dict.fromkeys(family.get(a, "other") for a in arms))
+        by_family = dict(zip(names, _colors(len(names)), strict=True))
+        colors = {a: by_family[family.get(a, "other")] for a in arms}
+        labels = {a: family.get(a, "other") for a in arms}
+    else:
+        colors = dict(zip(arms, _colors(len(arms)), strict=True))
+        labels = {a: a for a in arms}
     for ax, metric in zip(axes[0], metrics, strict=True):
         for arm in arms:
             c = curves[metric].get(arm)
             if c is None:
                 continue
-            ax.plot(c.steps, c.mean, color=colors[arm], label=arm, lw=1.4)
+            ax.plot(
+                c.steps,
+                c.mean,
+                color=colors[arm],
+                label=labels[arm],
+                lw=0.8 if many else 1.4,
+                alpha=0.6 if many else 1.0,
+            )
             band = np.isfinite(c.half)
-            if band.any():
+            if band.any() and not many:
                 ax.fill_between(
                     c.steps[band],
                     (c.mean - c.half)[band],
@@ -61,10 +81,11 @@ def plot_curves(
         ax.set_xlabel("step")
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
-    if len(arms) <= MAX_LEGEND:
+    handles, names = axes[0][0].get_legend_handles_labels()
+    unique = dict(zip(names, handles, strict=True))  # one entry per family when many arms
+    if len(unique) <= MAX_LEGEND:
         # Outside the panels: curves of many arms leave no empty corner inside them.
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside right upper", fontsize=8)
+        fig.legend(list(unique.values()), list(unique), loc="outside right upper", fontsize=8)
     fig.suptitle(title, fontsize=11)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)

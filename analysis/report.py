@@ -11,7 +11,7 @@ from pathlib import Path
 
 from analysis import figures
 from analysis.ablation import ablation
-from analysis.arms import assign_arms
+from analysis.arms import Arms, assign_arms
 from analysis.curves import metric_curves
 from analysis.entropy import entropy
 from analysis.metric_names import DECOMPOSITION_LEAVES, splits
@@ -71,6 +71,16 @@ def _section(result: Result, files: dict[str, list[str]], images: Sequence[tuple
     return "\n".join(parts)
 
 
+def _loss_of(arms: Arms) -> dict[str, str]:
+    return {a: str(v.get("loss", a)) for a, v in arms.key_values.items()}
+
+
+def _curve_title(what: str, arms: Arms) -> str:
+    if len(arms.order) > figures.MAX_LEGEND:
+        return f"{what}: {len(arms.order)} arms, mean over seeds, coloured by loss"
+    return f"{what}: per arm, mean over seeds (band: 95% CI)"
+
+
 def write_report(
     store: Store,
     out: str | Path,
@@ -110,7 +120,8 @@ def write_report(
                     learning,
                     arms.order,
                     fig_dir / "learning_curves.png",
-                    "learning curves per arm (mean over seeds, band: 95% CI)",
+                    _curve_title("learning curves", arms),
+                    family=_loss_of(arms),
                 )
                 images.append(("figures/learning_curves.png", "learning curves per arm"))
     sections.append(_section(abl, _write_tables(abl, tables_dir), images))
@@ -132,7 +143,8 @@ def write_report(
                     names,
                     arms.order,
                     path,
-                    f"digit entropy and accuracy over training, split {split}",
+                    _curve_title(f"digit entropy and accuracy over training, split {split}", arms),
+                    family=_loss_of(arms),
                 )
                 images.append((f"figures/{path.name}", f"entropy curves, split {split}"))
     sections.append(_section(ent, _write_tables(ent, tables_dir), images))

@@ -266,7 +266,10 @@ def current_trials(
             f"{counts['RUNNING']} trial(s) still RUNNING: their final values are the latest "
             "step reported so far"
         )
-    return trials.filter(pl.col("status").is_in(list(statuses))), notes
+    kept = trials.filter(pl.col("status").is_in(list(statuses)))
+    if kept.height == 0:
+        notes.append(f"no {' or '.join(statuses)} trials yet: nothing to table")
+    return kept, notes
 
 
 def trial_summary(trials: pl.DataFrame) -> str:

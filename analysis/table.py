@@ -40,10 +40,10 @@ def fmt_pm(mean: float, half: float | None) -> str:
 
 
 def fmt_p(p: float | None) -> str:
-    """A p-value: three significant digits, or "<1e-4" below that."""
+    """A p-value as "p=0.0321" (three significant digits), "p<1e-4" below that."""
     if p is None:
-        return DASH
-    return "<1e-4" if p < 1e-4 else f"{p:.3g}"
+        return f"p={DASH}"
+    return "p<1e-4" if p < 1e-4 else f"p={p:.3g}"
 
 
 @dataclass

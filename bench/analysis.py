@@ -16,11 +16,16 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas is imported only inside the pandas jobs (their import is timed apart)
+    import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 LOSSES = ("mle", "del", "ntl", "dist2", "mixce", "emo", "compensated", "ntl_was")
@@ -34,7 +39,7 @@ JOBS = ("ablation", "entropy", "scaling", "search", "report")
 # pandas versions of the same aggregations (bench only: analysis/ never imports pandas)
 
 
-def _pandas_latest(store: Path, metrics: list[str]):  # noqa: ANN202 - pandas types stay local
+def _pandas_latest(store: Path, metrics: list[str]) -> pd.DataFrame:
     """Deduplicated rows of `metrics` (highest attempt, then latest write), pandas + pyarrow."""
     import pandas as pd
 
@@ -54,7 +59,7 @@ def _pandas_latest(store: Path, metrics: list[str]):  # noqa: ANN202 - pandas ty
     return df.drop(columns=["attempt", "ts"])
 
 
-def _pandas_trials(store: Path):  # noqa: ANN202
+def _pandas_trials(store: Path) -> pd.DataFrame:
     import pandas as pd
 
     frames = []
@@ -67,7 +72,7 @@ def _pandas_trials(store: Path):  # noqa: ANN202
     return df.groupby(["experiment", "trial_id"], as_index=False).last()
 
 
-def _pandas_final(latest):  # noqa: ANN001, ANN202
+def _pandas_final(latest: pd.DataFrame) -> pd.DataFrame:
     return (
         latest.sort_values("step")
         .groupby(["experiment", "trial_id", "metric"], as_index=False)
@@ -75,7 +80,7 @@ def _pandas_final(latest):  # noqa: ANN001, ANN202
     )
 
 
-def _pandas_seed_stats(values, trials, keys):  # noqa: ANN001, ANN202
+def _pandas_seed_stats(values: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Mean ± t-interval over seeds per arm (arm = loss, lr, model here)."""
     from analysis.tstats import t_quantile
 
@@ -191,6 +196,35 @@ def run_child(engine: str, job: str, store: Path, out: Path) -> dict[str, float]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def generate(store: Path, steps: int) -> None:
+    """Runs in its own subprocess: write the store and print what was written."""
+    import shutil
+
+    from analysis.synthetic import generate_store
+
+    shutil.rmtree(store, ignore_errors=True)
+    t0 = time.perf_counter()
+    made = generate_store(
+        store,
+        experiment="bench",
+        losses=LOSSES,
+        seeds=SEEDS,
+        sizes=SIZES,
+        lrs=LRS,
+        steps=steps,
+        eval_every=50,
+        restored_fraction=0.01,
+        retried_fraction=0.05,
+        running_fraction=0.03,
+        errored_fraction=0.02,
+        seed=0,
+    )
+    print(
+        f"generated {made.n_trials} trials, {made.n_metric_rows:,} metric rows "
+        f"({made.n_unique_rows:,} after deduplication) in {time.perf_counter() - t0:.1f} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
@@ -199,50 +233,33 @@ def main() -> None:
     parser.add_argument(
         "--child", nargs=4, metavar=("ENGINE", "JOB", "STORE", "OUT"), help=argparse.SUPPRESS
     )
+    parser.add_argument("--generate", nargs=2, metavar=("STORE", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         engine, job, store, out = args.child
         child(engine, job, Path(store), Path(out))
         return
-    from analysis.synthetic import generate_store
-
+    if args.generate:
+        generate(Path(args.generate[0]), int(args.generate[1]))
+        return
+    # This parent process imports neither polars nor pandas and builds nothing big: a child's
+    # ru_maxrss starts from its parent's resident size at fork (Linux carries the high-water mark
+    # across exec), so a fat parent would inflate every measurement.
     store = args.out / "analysis_store"
     if not (args.reuse and (store / "metrics").is_dir()):
-        import shutil
-
-        shutil.rmtree(store, ignore_errors=True)
-        t0 = time.perf_counter()
-        made = generate_store(
-            store,
-            experiment="bench",
-            losses=LOSSES,
-            seeds=SEEDS,
-            sizes=SIZES,
-            lrs=LRS,
-            steps=args.steps,
-            eval_every=50,
-            restored_fraction=0.01,
-            retried_fraction=0.05,
-            running_fraction=0.03,
-            errored_fraction=0.02,
-            seed=0,
-        )
-        print(
-            f"generated {made.n_trials} trials, {made.n_metric_rows:,} metric rows "
-            f"({made.n_unique_rows:,} after deduplication) in {time.perf_counter() - t0:.1f} s"
+        subprocess.run(
+            [sys.executable, "-m", "bench.analysis", "--generate", str(store), str(args.steps)],
+            cwd=ROOT,
+            check=True,
         )
     size_mb = sum(p.stat().st_size for p in store.rglob("*.parquet")) / 2**20
-    print(f"store: {store} ({size_mb:.0f} MiB of Parquet)\n")
+    print(f"store: {store} ({size_mb:.0f} MiB of Parquet)")
+    print(f"cores: {os.cpu_count()}; load average before: {os.getloadavg()[0]:.1f}\n")
     rows = []
     for job in JOBS:
         pol = run_child("polars", job, store, args.out)
         pan = run_child("pandas", job, store, args.out) if job != "report" else None
         rows.append((job, pol, pan))
-        print(
-            f"  {job}: polars {pol['job_s']:.2f} s"
-            + (f", pandas {pan['job_s']:.2f} s" if pan else ""),
-            file=sys.stderr,
-        )
     print(
         "| command | polars time (s) | polars peak RSS (MiB) | pandas time (s) | "
         "pandas peak RSS (MiB) |"
@@ -251,8 +268,10 @@ def main() -> None:
     for job, pol, pan in rows:
         pandas_cells = f"{pan['job_s']:.2f} | {pan['peak_rss_mb']:.0f}" if pan else "— | —"
         print(f"| {job} | {pol['job_s']:.2f} | {pol['peak_rss_mb']:.0f} | {pandas_cells} |")
-    imports = rows[0][1]["import_s"]
-    print(f"\nimport time (not included above): analysis CLI {imports:.2f} s")
+    print(
+        f"\nimport time, not included above: analysis CLI {rows[0][1]['import_s']:.2f} s, "
+        f"pandas {rows[0][2]['import_s']:.2f} s; load average after: {os.getloadavg()[0]:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,30 +1,69 @@
-"""Command line: `numsweep sweep CONFIG` (also `python -m orchestrator sweep CONFIG`).
+"""Command line: `numsweep {sweep,extend,status,compact}` (also `python -m orchestrator …`).
 
-Exit codes: 0 done, 1 some trials failed, 2 bad input (nothing launched, nothing written).
+    numsweep sweep CONFIG [KEY=VALUE …] [--results DIR] [--name E] [--dry-run]
+    numsweep extend E --trials N [--results DIR]
+    numsweep status E [--results DIR]
+    numsweep compact E [--results DIR]
+
+`sweep` on an experiment that already exists under the results root resumes it (unfinished and
+errored trials continue from their last checkpoint). Exit codes: 0 done, 1 some trials failed,
+2 bad input (nothing launched, nothing written).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.sweep_file import SweepFileError, load_sweep
+from orchestrator.sweep_file import SweepConfig, SweepFileError, load_sweep
+
+# What the end-of-sweep table shows (held-out split "test"; `python -m analysis` shows more).
+SUMMARY_METRICS = (
+    "digit_acc",
+    "ce",
+    "error_entropy",
+    "self_alignment",
+    "log_confidence",
+    "digit_entropy",
+)
+
+
+class UsageError(ValueError):
+    """Bad input on the command line; printed with exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="numsweep", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sweep = sub.add_parser("sweep", help="run a sweep file on Ray (local or a cluster)")
+
+    def results(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--results", default="results", help="results root (default ./results)")
+        p.add_argument("--address", help="Ray address (default: RAY_ADDRESS, else local Ray)")
+
+    sweep = sub.add_parser("sweep", help="run (or resume) a sweep file on Ray")
     sweep.add_argument("config", help="sweep YAML file")
     sweep.add_argument("overrides", nargs="*", help="dotted overrides, e.g. train.lr=3e-4")
-    sweep.add_argument("--results", default="results", help="results root (default ./results)")
     sweep.add_argument("--name", help="experiment name (default: the file's `experiment`)")
     sweep.add_argument(
-        "--address", help="Ray address (default: RAY_ADDRESS, else a local instance)"
+        "--dry-run",
+        action="store_true",
+        help="validate model, tokenizer and data, print the trial and resource plan, start nothing",
     )
+    results(sweep)
+    extend = sub.add_parser("extend", help="add trials to a search, continuing its Optuna study")
+    extend.add_argument("experiment")
+    extend.add_argument("--trials", type=int, required=True, help="trials to add")
+    results(extend)
+    status = sub.add_parser("status", help="trials, states, best values and file locations")
+    status.add_argument("experiment")
+    results(status)
+    compact = sub.add_parser("compact", help="merge an experiment's Parquet parts")
+    compact.add_argument("experiment")
+    results(compact)
     return parser
 
 
@@ -32,59 +71,210 @@ def _results_root(value: str) -> str:
     return value if "://" in value else str(Path(value).expanduser().resolve())
 
 
+def stored_sweep(root: str, experiment: str) -> SweepConfig | None:
+    """The sweep config an experiment was started with (from its manifest), if it exists."""
+    from orchestrator.parquet_sink import ResultsStore
+
+    manifest = ResultsStore(root, experiment).read_manifest()
+    return None if manifest is None else SweepConfig.model_validate(manifest["config"])
+
+
+def _check_resume(sweep: SweepConfig, root: str) -> bool:
+    """True when the experiment exists (resume); UsageError when it exists with another config."""
+    stored = stored_sweep(root, sweep.experiment)
+    if stored is None:
+        return False
+    if stored != sweep:
+        old, new = stored.model_dump(mode="json"), sweep.model_dump(mode="json")
+        changed = sorted(_diff_keys(old, new))
+        raise UsageError(
+            f"experiment {sweep.experiment!r} exists under {root} with a different config "
+            f"(changed: {', '.join(changed)}); resume it with the same file, add trials with "
+            "`numsweep extend`, or pick another --name"
+        )
+    return True
+
+
+def _diff_keys(old: object, new: object, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            keys += _diff_keys(old.get(key), new.get(key), f"{prefix}{key}.")
+        return keys
+    return [] if old == new else [prefix.rstrip(".")]
+
+
+def _plan(sweep: SweepConfig, max_concurrent: int, capacity: dict[str, float]) -> str:
+    from orchestrator.driver import tune_runs
+    from orchestrator.search_space import grid_arms
+    from trainables.losses import LOSSES
+
+    lines = [f"experiment {sweep.experiment}: mode {sweep.mode}"]
+    if sweep.mode == "grid":
+        arms = grid_arms(sweep)
+        lines.append(f"{len(arms)} trials (losses x seeds x presets):")
+        lines += [f"  {json.dumps(arm, sort_keys=True)}" for arm in arms]
+    else:
+        for run in tune_runs(sweep):
+            lines.append(
+                f"Tune run {run.name}: {run.num_trials} Optuna trials over {list(run.losses)}"
+            )
+        for loss in sweep.search.losses:
+            sampled = [p for p in sweep.search.space if p == "lr" or p in LOSSES[loss].hyperparams]
+            lines.append(f"  {loss}: samples {', '.join(sampled) or 'nothing'}")
+        objectives = ", ".join(f"{o.mode} {o.metric}" for o in sweep.search.objectives)
+        lines.append(f"objectives: {objectives}; sampler {sweep.search.sampler}")
+    r = sweep.resources
+    lines.append(
+        f"each trial: {r.workers_per_trial} worker(s) x {r.cpus_per_worker:g} CPU"
+        + (f" + {r.gpus_per_worker:g} GPU" if r.gpus_per_worker else "")
+        + f"; cluster {capacity['CPU']:g} CPU / {capacity['GPU']:g} GPU"
+        + f" -> {max_concurrent} trial(s) at a time"
+    )
+    return "\n".join(lines)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if args.name:
         overrides.append(f"experiment={args.name}")
-    try:
-        sweep = load_sweep(args.config, overrides)
-    except SweepFileError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    sweep = load_sweep(args.config, overrides)
+    root = _results_root(args.results)
+    resume = _check_resume(sweep, root)
+
     from orchestrator.preflight import preflight
 
     try:
         checks = preflight(sweep)
     except (ValueError, FileNotFoundError, OSError) as err:
-        print(f"error: {args.config}: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{args.config}: {err}") from err
     print(f"numsweep: {sweep.experiment}: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
 
-    from orchestrator.driver import concurrency, run_sweep
+    if args.dry_run:
+        capacity = _dry_run_capacity(args.address)
+        print(_plan(sweep, _concurrency_or_usage(sweep, capacity), capacity))
+        print(f"results would go to {root}" + (" (resuming)" if resume else ""))
+        return 0
+
+    from orchestrator.driver import run_sweep
     from orchestrator.local_ray import cluster_capacity, connect
 
     how = connect(args.address)
-    try:
-        max_concurrent = concurrency(sweep, cluster_capacity())
-    except ValueError as err:
-        print(f"error: {args.config}: {err}", file=sys.stderr)
-        return 2
-    root = _results_root(args.results)
-    print(f"numsweep: Ray ({how}), {max_concurrent} trial(s) at a time, results in {root}")
+    max_concurrent = _concurrency_or_usage(sweep, cluster_capacity())
+    verb = "resuming" if resume else "starting"
+    print(f"numsweep: {verb}; Ray ({how}), {max_concurrent} trial(s) at a time, results in {root}")
     outcome = run_sweep(sweep, root, max_concurrent=max_concurrent)
+    return _finish(root, sweep.experiment, outcome.n_trials, outcome.n_errors)
 
+
+def _concurrency_or_usage(sweep: SweepConfig, capacity: dict[str, float]) -> int:
+    from orchestrator.driver import concurrency
+
+    try:
+        return concurrency(sweep, capacity)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+
+
+def _dry_run_capacity(address: str | None) -> dict[str, float]:
+    """The cluster's capacity without starting anything: the cluster's when one is named (joining
+    it starts nothing), else what an embedded instance on this machine would have."""
+    if address or os.environ.get("RAY_ADDRESS"):
+        from orchestrator.local_ray import cluster_capacity, connect
+
+        connect(address)
+        return cluster_capacity()
+    import torch
+
+    return {"CPU": float(os.cpu_count() or 1), "GPU": float(torch.cuda.device_count())}
+
+
+def _finish(root: str, experiment: str, n_trials: int, n_errors: int) -> int:
     from analysis.__main__ import main as analysis_main
 
     print()
-    analysis_main(
-        ["ablation", root, "--experiment", sweep.experiment, "--status", "TERMINATED,ERROR"]
-    )
+    metrics = [f"eval/test/{m}" for m in SUMMARY_METRICS] + ["gen/macc"]
+    analysis_main(["ablation", root, "--experiment", experiment, "--metric", ",".join(metrics)])
     print(
-        f"\n{outcome.n_trials} trials, {outcome.n_errors} failed. Results: {root}\n"
+        f"\n{n_trials} trials, {n_errors} failed. Results: {root}\n"
         "Next:\n"
-        f"  python -m analysis ablation {root} --experiment {sweep.experiment}\n"
+        f"  numsweep status {experiment} --results {root}\n"
+        f"  python -m analysis ablation {root} --experiment {experiment}\n"
         f"  python -m analysis entropy {root}\n"
         f"  python -m analysis report {root} -o {root}/report\n"
     )
-    return 1 if outcome.n_errors else 0
+    return 1 if n_errors else 0
+
+
+def cmd_extend(args: argparse.Namespace) -> int:
+    root = _results_root(args.results)
+    sweep = stored_sweep(root, args.experiment)
+    if sweep is None:
+        raise UsageError(f"no experiment {args.experiment!r} under {root}")
+    if sweep.mode != "search":
+        raise UsageError(f"experiment {args.experiment!r} is a grid; only searches can be extended")
+    if args.trials < 1:
+        raise UsageError(f"--trials must be >= 1, got {args.trials}")
+    from orchestrator.driver import ExperimentPaths, run_sweep, tune_runs
+    from orchestrator.local_ray import cluster_capacity, connect
+
+    index = _next_extension(ExperimentPaths(root, sweep.experiment), sweep)
+    runs = tune_runs(sweep, extend_index=index, trials=args.trials)
+    how = connect(args.address)
+    max_concurrent = _concurrency_or_usage(sweep, cluster_capacity())
+    print(f"numsweep: extending {sweep.experiment} by {args.trials} trial(s); Ray ({how})")
+    outcome = run_sweep(sweep, root, max_concurrent=max_concurrent, runs=runs)
+    return _finish(root, sweep.experiment, outcome.n_trials, outcome.n_errors)
+
+
+def _next_extension(paths, sweep: SweepConfig) -> int:
+    from ray import tune
+
+    from orchestrator.driver import tune_runs
+
+    index = 1
+    while any(
+        tune.Tuner.can_restore(f"{paths.ray_storage}/{run.name}")
+        for run in tune_runs(sweep, extend_index=index)
+    ):
+        index += 1
+    return index
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from orchestrator.status import experiment_status
+
+    root = _results_root(args.results)
+    sweep = stored_sweep(root, args.experiment)
+    if sweep is None:
+        raise UsageError(f"no experiment {args.experiment!r} under {root}")
+    print(experiment_status(root, sweep))
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from orchestrator.parquet_sink import ResultsStore
+
+    root = _results_root(args.results)
+    store = ResultsStore(root, args.experiment)
+    if store.read_manifest() is None:
+        raise UsageError(f"no experiment {args.experiment!r} under {root}")
+    for table in ("metrics", "trials"):
+        before, rows = store.compact(table)
+        print(f"{table}: {before} part(s) -> 1, {rows} rows")
+    return 0
+
+
+COMMANDS = {"sweep": cmd_sweep, "extend": cmd_extend, "status": cmd_status, "compact": cmd_compact}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    if args.command == "sweep":
-        return cmd_sweep(args)
-    raise AssertionError(args.command)
+    try:
+        return COMMANDS[args.command](args)
+    except (SweepFileError, UsageError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

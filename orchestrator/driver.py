@@ -35,6 +35,10 @@ def trial_params(tune_config: dict[str, Any]) -> dict[str, Any]:
     return dict(tune_config["arm"]) if "arm" in tune_config else dict(tune_config)
 
 
+class NonFiniteLossError(RuntimeError):
+    """A trial's training loss became NaN or infinite."""
+
+
 def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) -> None:
     """Tune function trainable: run one trial as a Ray Train job and wait for it."""
     from trainables.worker import train_loop_per_worker  # imports DeepSpeed: trial side only
@@ -61,7 +65,12 @@ def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) 
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
         ),
     )
-    trainer.fit()
+    result = trainer.fit()
+    reason = (result.metrics or {}).get("train/stopped")
+    if reason:
+        # Not a worker crash (that would be retried from a checkpoint and fail the same way):
+        # the worker stopped cleanly and said why; fail the trial with that reason.
+        raise NonFiniteLossError(f"trial {trial_id}: {reason}")
 
 
 def concurrency(sweep: SweepConfig, capacity: dict[str, float]) -> int:
@@ -114,6 +123,79 @@ def manifest(sweep: SweepConfig) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class ExperimentPaths:
+    """Where an experiment keeps its state under a results root (a path or a URI)."""
+
+    root: str
+    experiment: str
+
+    @property
+    def directory(self) -> str:
+        return f"{self.root.rstrip('/')}/experiments/{self.experiment}"
+
+    @property
+    def ray_storage(self) -> str:
+        """Ray Tune and Ray Train storage (trial state, checkpoints)."""
+        return f"{self.directory}/ray"
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.root or self.root.startswith("file://")
+
+    def default_study_storage(self) -> str:
+        if not self.is_local:
+            raise ValueError(
+                f"search.storage: the results root {self.root} is remote; give an RDB URL or a "
+                "journal file for the Optuna study"
+            )
+        local = self.directory.removeprefix("file://")
+        return f"sqlite:///{local}/optuna.db"
+
+
+def study_storage(sweep: SweepConfig, paths: ExperimentPaths):
+    """The Optuna storage object of a search sweep (SQLite by default, persistent)."""
+    import optuna
+
+    url = sweep.search.storage or paths.default_study_storage()
+    if url.endswith((".log", ".journal")):
+        from optuna.storages.journal import JournalFileBackend
+
+        return optuna.storages.JournalStorage(JournalFileBackend(url))
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    return optuna.storages.RDBStorage(url)
+
+
+@dataclass(frozen=True)
+class TuneRun:
+    """One Ray Tune experiment of a sweep (a sweep has one, or one per loss with per_loss)."""
+
+    name: str
+    losses: tuple[str, ...]
+    num_trials: int
+
+
+def tune_runs(
+    sweep: SweepConfig, extend_index: int | None = None, trials: int | None = None
+) -> list[TuneRun]:
+    """The Tune experiments that make up a sweep (or an extension of it)."""
+    suffix = "" if extend_index is None else f"-extend{extend_index}"
+    if sweep.mode == "grid":
+        return [TuneRun(sweep.experiment + suffix, tuple(sweep.grid.losses), len(grid_arms(sweep)))]
+    n = trials or sweep.search.num_trials
+    if sweep.search.per_loss:
+        return [
+            TuneRun(f"{sweep.experiment}-{loss}{suffix}", (loss,), n)
+            for loss in sweep.search.losses
+        ]
+    return [TuneRun(sweep.experiment + suffix, tuple(sweep.search.losses), n)]
+
+
+def study_name(sweep: SweepConfig, run: TuneRun) -> str:
+    return f"{sweep.experiment}-{run.losses[0]}" if sweep.search.per_loss else sweep.experiment
+
+
 @dataclass
 class SweepOutcome:
     results_root: str
@@ -121,10 +203,12 @@ class SweepOutcome:
     n_trials: int
     n_errors: int
     max_concurrent: int
+    resumed: bool
 
 
-def build_searcher(sweep: SweepConfig):
-    """Optuna (TPE or random) over the conditional space, optimising the sweep's objectives."""
+def build_searcher(sweep: SweepConfig, run: TuneRun, storage):
+    """Optuna (TPE or random) over the conditional space of `run`'s losses, optimising the sweep's
+    objectives, in a persistent study (a later run continues it)."""
     import optuna
     from ray.tune.search.optuna import OptunaSearch
 
@@ -135,51 +219,123 @@ def build_searcher(sweep: SweepConfig):
         sampler = optuna.samplers.RandomSampler(seed=search.sampler_seed)
     metrics = [o.metric for o in search.objectives]
     modes = [o.mode for o in search.objectives]
+    name = study_name(sweep, run)
+    if search.enqueue and name not in {
+        s.study_name for s in optuna.get_all_study_summaries(storage)
+    }:
+        # A new study: queue the sweep's first trials (Ray's OptunaSearch loads this study and
+        # asks it for trials, which returns the queued ones first).
+        study = optuna.create_study(
+            storage=storage,
+            study_name=name,
+            directions=["maximize" if m == "max" else "minimize" for m in modes],
+        )
+        for point in search.enqueue:
+            if point.get("loss", run.losses[0]) in run.losses:
+                params = (
+                    dict(point)
+                    if len(run.losses) > 1
+                    else {k: v for k, v in point.items() if k != "loss"}
+                )
+                study.enqueue_trial(params, skip_if_exists=True)
     return OptunaSearch(
-        space=define_by_run(sweep),
+        space=define_by_run(sweep, run.losses),
         metric=metrics[0] if len(metrics) == 1 else metrics,
         mode=modes[0] if len(modes) == 1 else modes,
         sampler=sampler,
-        study_name=sweep.experiment,
+        study_name=name,
+        storage=storage,
     )
 
 
-def run_sweep(sweep: SweepConfig, results_root: str, *, max_concurrent: int) -> SweepOutcome:
-    """Run every trial of `sweep` on the connected Ray cluster, streaming to `results_root`."""
-    store = ResultsStore(results_root, sweep.experiment)
-    store.write_manifest(manifest(sweep))
-    storage_path = f"{store.base}/experiments/{sweep.experiment}/ray"
-    sweep_json = sweep.model_dump(mode="json")
+def _scheduler(sweep: SweepConfig):
+    stop = sweep.early_stopping
+    if stop is None:
+        return None
+    from ray.tune.schedulers import ASHAScheduler
 
-    def resolve(trial: Any) -> dict[str, Any]:
-        return trial_config(sweep, trial_params(trial.config), trial.trial_id)
+    return ASHAScheduler(
+        time_attr="training_iteration",
+        metric=stop.metric,
+        mode=stop.mode,
+        grace_period=stop.grace_period,
+        reduction_factor=stop.reduction_factor,
+        max_t=10**9,
+    )
 
-    sink = ParquetSink(store, resolve)
+
+def _tuner(
+    sweep: SweepConfig, run: TuneRun, paths: ExperimentPaths, sink: ParquetSink, max_concurrent: int
+):
+    """A Tuner for `run`: restored from its storage when it exists there (resume), else new."""
     trainable = tune.with_resources(
-        tune.with_parameters(run_trial, sweep=sweep_json, storage_path=storage_path),
+        tune.with_parameters(
+            run_trial, sweep=sweep.model_dump(mode="json"), storage_path=paths.ray_storage
+        ),
         DRIVER_RESOURCES,
     )
+    run_path = f"{paths.ray_storage}/{run.name}"
+    if tune.Tuner.can_restore(run_path):
+        # Unfinished and errored trials continue (their Train runs resume from checkpoints);
+        # the searcher's state comes back with the Tuner, the study from its storage.
+        tuner = tune.Tuner.restore(run_path, trainable, resume_unfinished=True, resume_errored=True)
+        return tuner, True
     if sweep.mode == "search":
         tune_config = tune.TuneConfig(
-            search_alg=build_searcher(sweep),
-            num_samples=sweep.search.num_trials,
+            search_alg=build_searcher(sweep, run, study_storage(sweep, paths)),
+            scheduler=_scheduler(sweep),
+            num_samples=run.num_trials,
             max_concurrent_trials=max_concurrent,
         )
         param_space: dict[str, Any] = {}
     else:
-        tune_config = tune.TuneConfig(num_samples=1, max_concurrent_trials=max_concurrent)
+        tune_config = tune.TuneConfig(
+            num_samples=1, max_concurrent_trials=max_concurrent, scheduler=_scheduler(sweep)
+        )
         param_space = {"arm": tune.grid_search(grid_arms(sweep))}
     tuner = tune.Tuner(
         trainable,
         param_space=param_space,
         tune_config=tune_config,
         run_config=tune.RunConfig(
-            name=sweep.experiment,
-            storage_path=storage_path,
+            name=run.name,
+            storage_path=paths.ray_storage,
             callbacks=[sink],
+            failure_config=tune.FailureConfig(max_failures=sweep.resources.trial_max_failures),
             verbose=1,
         ),
     )
-    grid = tuner.fit()
-    errors = sum(1 for result in grid if result.error is not None)
-    return SweepOutcome(results_root, sweep.experiment, len(grid), errors, max_concurrent)
+    return tuner, False
+
+
+def run_sweep(
+    sweep: SweepConfig,
+    results_root: str,
+    *,
+    max_concurrent: int,
+    runs: list[TuneRun] | None = None,
+) -> SweepOutcome:
+    """Run (or resume) every Tune experiment of `sweep` on the connected Ray cluster, streaming
+    metrics to `results_root`."""
+    paths = ExperimentPaths(results_root, sweep.experiment)
+    store = ResultsStore(results_root, sweep.experiment)
+
+    def resolve(trial: Any) -> dict[str, Any]:
+        return trial_config(sweep, trial_params(trial.config), trial.trial_id)
+
+    n_trials = n_errors = 0
+    resumed_any = False
+    for run in runs or tune_runs(sweep):
+        sink = ParquetSink(store, resolve)
+        # A restored Tuner brings back the sink it was built with; the sink reads what is
+        # already on disk when the run starts, so nothing is written twice.
+        tuner, resumed = _tuner(sweep, run, paths, sink, max_concurrent)
+        if not resumed:
+            store.write_manifest(manifest(sweep))
+        resumed_any |= resumed
+        grid = tuner.fit()
+        n_trials += len(grid)
+        n_errors += sum(1 for result in grid if result.error is not None)
+    return SweepOutcome(
+        results_root, sweep.experiment, n_trials, n_errors, max_concurrent, resumed_any
+    )

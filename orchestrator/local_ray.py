@@ -8,7 +8,6 @@ import os
 import ray
 
 
-
 def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
     """Initialise Ray and say how: "cluster" when `address` (or RAY_ADDRESS, as set inside
     `ray job submit`) names one, "local" for an embedded instance on 127.0.0.1."""

@@ -83,22 +83,81 @@ class ResultsStore:
     def _dir(self, table: str) -> str:
         return f"{self.base}/{table}/experiment={self.experiment}"
 
-    def write_part(self, table: str, rows: list[dict[str, Any]], schema: pa.Schema) -> str:
+    def write_part(
+        self, table: str, rows: list[dict[str, Any]] | pa.Table, schema: pa.Schema
+    ) -> str:
         """One new immutable part file with `rows`; returns its path."""
         directory = self._dir(table)
         self.fs.create_dir(directory, recursive=True)
         name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
         final, temporary = f"{directory}/{name}", f"{directory}/.{name}.tmp"
-        table_ = pa.Table.from_pylist(rows, schema=schema)
+        table_ = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=schema)
         with self.fs.open_output_stream(temporary) as stream:
             pq.write_table(table_, stream)
         self.fs.move(temporary, final)  # readers never see a half-written part
         return final
 
+    def read_table(self, table: str, columns: list[str]) -> pa.Table | None:
+        """`columns` of every existing part of `table` for this experiment (None if none)."""
+        import pyarrow.dataset as ds
+
+        directory = self._dir(table)
+        if self.fs.get_file_info(directory).type != pafs.FileType.Directory:
+            return None
+        # Temporary files start with '.', which the dataset reader ignores.
+        dataset = ds.dataset(directory, filesystem=self.fs, format="parquet")
+        return dataset.to_table(columns=columns)
+
+    def list_parts(self, table: str) -> list[str]:
+        directory = self._dir(table)
+        if self.fs.get_file_info(directory).type != pafs.FileType.Directory:
+            return []
+        infos = self.fs.get_file_info(pafs.FileSelector(directory))
+        return sorted(
+            i.path
+            for i in infos
+            if i.base_name.startswith("part-") and i.base_name.endswith(".parquet")
+        )
+
+    def compact(self, table: str) -> tuple[int, int]:
+        """Merge the current parts of `table` into one (same rows, sorted); returns (parts
+        merged, rows). The merged part is written (atomically) before the old ones are deleted,
+        so a crash in between leaves duplicates, which readers drop, never a loss."""
+        parts = self.list_parts(table)
+        if len(parts) < 2:
+            rows = 0 if not parts else pq.read_metadata(parts[0], filesystem=self.fs).num_rows
+            return len(parts), rows
+        schema = METRICS_SCHEMA if table == "metrics" else TRIALS_SCHEMA
+        merged = pa.concat_tables(
+            [pq.read_table(p, filesystem=self.fs, schema=schema) for p in parts]
+        )
+        keys = (
+            ["trial_id", "attempt", "step", "metric"] if table == "metrics" else ["trial_id", "ts"]
+        )
+        merged = merged.sort_by([(k, "ascending") for k in keys])
+        self.write_part(table, merged, schema)
+        for path in parts:
+            self.fs.delete_file(path)
+        return len(parts), merged.num_rows
+
+    def _manifest_path(self) -> str:
+        return f"{self.base}/experiments/{self.experiment}/manifest.json"
+
+    def read_manifest(self) -> dict[str, Any] | None:
+        path = self._manifest_path()
+        if self.fs.get_file_info(path).type != pafs.FileType.File:
+            return None
+        with self.fs.open_input_stream(path) as stream:
+            return json.loads(stream.read().decode())
+
     def write_manifest(self, manifest: dict[str, Any]) -> str:
-        directory = f"{self.base}/experiments/{self.experiment}"
+        """Write the experiment's manifest once (a resumed or extended sweep keeps the first)."""
+        final = self._manifest_path()
+        if self.fs.get_file_info(final).type == pafs.FileType.File:
+            return final
+        directory = final.rsplit("/", 1)[0]
         self.fs.create_dir(directory, recursive=True)
-        final, temporary = f"{directory}/manifest.json", f"{directory}/.manifest.json.tmp"
+        temporary = f"{directory}/.manifest.json.tmp"
         with self.fs.open_output_stream(temporary) as stream:
             stream.write(json.dumps(manifest, indent=2, sort_keys=True, default=str).encode())
         self.fs.move(temporary, final)
@@ -132,7 +191,15 @@ def trial_row(trial_id: str, status: str, config: dict[str, Any], **extra: Any) 
 
 class ParquetSink(Callback):
     """Ray Tune callback: each reported result becomes long-table rows, each trial state change a
-    trials-table row. `resolve(trial)` returns the trial's plain-JSON TrialConfig."""
+    trials-table row. `resolve(trial)` returns the trial's plain-JSON TrialConfig.
+
+    Exactly once: a (trial, step) already on disk, from this run or an earlier one of the same
+    experiment, is never written again, so a resumed sweep or a worker group restarted from a
+    checkpoint (both re-report the steps after that checkpoint) adds nothing twice. Every result
+    that carries a checkpoint is flushed at once, so whatever a crash loses from the buffer comes
+    after the last checkpoint and is reported again on resume: no step is lost. `attempt` counts
+    a trial's starts (restarts of its driver, in this run or earlier ones).
+    """
 
     def __init__(
         self,
@@ -151,7 +218,25 @@ class ParquetSink(Callback):
         self._last_flush = time.monotonic()
         self._attempts: dict[str, int] = {}
         self._started: dict[str, dt.datetime] = {}
+        self._written: dict[str, set[int]] = {}
         self.parts_written = 0
+        self.skipped_rows = 0
+
+    def setup(self, **info: Any) -> None:
+        """Read what earlier runs of this experiment wrote: steps per trial, starts per trial."""
+        self._metrics, self._trials = [], []
+        self._written, self._attempts, self._started = {}, {}, {}
+        steps = self.store.read_table("metrics", ["trial_id", "step"])
+        if steps is not None:
+            for row in steps.group_by(["trial_id", "step"]).aggregate([]).to_pylist():
+                self._written.setdefault(row["trial_id"], set()).add(row["step"])
+        states = self.store.read_table("trials", ["trial_id", "status", "start"])
+        if states is not None:
+            for row in states.to_pylist():
+                if row["status"] == "RUNNING":
+                    self._attempts[row["trial_id"]] = self._attempts.get(row["trial_id"], -1) + 1
+                if row["start"] is not None:
+                    self._started.setdefault(row["trial_id"], row["start"])
 
     # ---- buffering -------------------------------------------------------------------------
     def flush(self) -> None:
@@ -193,6 +278,11 @@ class ParquetSink(Callback):
         if "step" not in result:
             return
         ts, step = _now(), int(result["step"])
+        written = self._written.setdefault(trial.trial_id, set())
+        if step in written:
+            self.skipped_rows += 1
+            return
+        written.add(step)
         attempt = self._attempts.get(trial.trial_id, 0)
         for key, value in result.items():
             if key.startswith(METRIC_PREFIXES) and isinstance(value, int | float):
@@ -206,7 +296,10 @@ class ParquetSink(Callback):
                         "ts": ts,
                     }
                 )
-        self._maybe_flush()
+        if result.get("checkpoint_path"):
+            self.flush()  # everything up to a checkpoint is on disk before training goes on
+        else:
+            self._maybe_flush()
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._trial_state(trial, "TERMINATED", end=_now())

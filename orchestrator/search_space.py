@@ -34,11 +34,12 @@ class ConditionalSpace:
         return {"loss": loss} if len(self.losses) == 1 else None
 
 
-def define_by_run(sweep: SweepConfig) -> ConditionalSpace:
-    """The conditional space of a search sweep (`lr` sampled last)."""
+def define_by_run(sweep: SweepConfig, losses: tuple[str, ...] | None = None) -> ConditionalSpace:
+    """The conditional space of a search sweep over `losses` (default: all of the sweep's;
+    `lr` sampled last)."""
     items = sorted(sweep.search.space.items(), key=lambda item: item[0] == "lr")
     return ConditionalSpace(
-        losses=tuple(sweep.search.losses),
+        losses=tuple(losses or sweep.search.losses),
         ranges=tuple((name, r.low, r.high, r.log) for name, r in items),
     )
 

@@ -68,6 +68,15 @@ class SearchConfig(_Strict):
     """What Optuna optimises (the last reported value of each trial)."""
     sampler: Literal["tpe", "random"] = "tpe"
     sampler_seed: int = 0
+    enqueue: list[dict[str, float | str | bool]] = Field(default_factory=list)
+    """Trials Optuna runs first, e.g. one per loss ([{loss: mle}, {loss: del}]); parameters a
+    trial does not give are sampled. Only when the study is new (not on resume or extend)."""
+    per_loss: bool = False
+    """Run one Optuna study per loss (each `num_trials` trials) instead of one over all losses."""
+    storage: str | None = None
+    """Optuna storage: an RDB URL (sqlite:///…, postgresql://…, mysql://…) or a journal file
+    (a path ending in .log or .journal). Default: SQLite `experiments/<E>/optuna.db` under a
+    local results root (required for a remote results root)."""
 
 
 class GridConfig(_Strict):
@@ -79,6 +88,16 @@ class GridConfig(_Strict):
     """Fixed hyper-parameters per loss name, e.g. {del: {alpha: 0.01}}."""
 
 
+class EarlyStopping(_Strict):
+    """ASHA: stop the worse trials early at rungs of the reported step."""
+
+    metric: str = "eval/test/ce"
+    mode: Literal["max", "min"] = "min"
+    grace_period: int = Field(1, ge=1)
+    """Reports a trial makes before it can be stopped."""
+    reduction_factor: float = Field(2.0, gt=1)
+
+
 class ResourcesConfig(_Strict):
     workers_per_trial: int = Field(1, ge=1)
     """Ray Train workers (data-parallel DeepSpeed ranks) per trial."""
@@ -88,6 +107,8 @@ class ResourcesConfig(_Strict):
     """Trials at once; null = as many as the cluster's CPUs/GPUs hold."""
     max_failures: int = Field(1, ge=0)
     """Ray Train worker-group restarts per trial (from the latest checkpoint)."""
+    trial_max_failures: int = Field(0, ge=0)
+    """Tune restarts of a trial whose driver failed (its Train run resumes from storage)."""
 
 
 class SweepConfig(_Strict):
@@ -101,6 +122,8 @@ class SweepConfig(_Strict):
     search: SearchConfig = Field(default_factory=SearchConfig)
     grid: GridConfig = Field(default_factory=GridConfig)
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    early_stopping: EarlyStopping | None = None
+    """ASHA early stopping; null (the default) runs every trial to the end."""
 
     @model_validator(mode="after")
     def _losses_and_params(self) -> SweepConfig:
@@ -113,6 +136,15 @@ class SweepConfig(_Strict):
                     f"{self.mode}.losses: unknown loss {name!r}; known: {', '.join(LOSSES)}"
                 )
         if self.mode == "search":
+            for i, point in enumerate(self.search.enqueue):
+                loss = point.get("loss", losses[0] if len(losses) == 1 else None)
+                if loss not in losses:
+                    raise ValueError(f"search.enqueue[{i}].loss: give one of {', '.join(losses)}")
+                for param in point:
+                    if param not in ("loss", "lr") and param not in LOSSES[str(loss)].hyperparams:
+                        raise ValueError(
+                            f"search.enqueue[{i}].{param}: loss {loss!r} does not take {param!r}"
+                        )
             for param in self.search.space:
                 if param != "lr" and not any(param in LOSSES[n].hyperparams for n in losses):
                     raise ValueError(

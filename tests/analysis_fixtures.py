@@ -78,8 +78,13 @@ def write_golden_store(root: Path, experiment: str = "golden") -> Path:
         first.append({**base, "status": "PENDING", "ts": at(100 * k - 1)})
         first.append({**base, "status": "RUNNING", "start": at(100 * k), "ts": at(100 * k)})
         final.append(
-            {**base, "status": "TERMINATED", "start": at(100 * k), "end": at(100 * k + 300),
-             "ts": at(100 * k + 300)}
+            {
+                **base,
+                "status": "TERMINATED",
+                "start": at(100 * k),
+                "end": at(100 * k + 300),
+                "ts": at(100 * k + 300),
+            }
         )
     write_trials_part(root, experiment, first, part="00000")
     write_trials_part(root, experiment, final, part="00001")
@@ -106,8 +111,16 @@ def write_power_law_store(
             (trial, 0, 200, "eval/test/error_entropy", 0.6 * ce, at(k + 2)),
         ]
         trials.append(
-            {"trial_id": trial, "status": "TERMINATED", "loss": "mle", "seed": 0, "lr": 1e-3,
-             "model": f"m{k}", "dataset": "mathgen", "ts": at(k + 3)}
+            {
+                "trial_id": trial,
+                "status": "TERMINATED",
+                "loss": "mle",
+                "seed": 0,
+                "lr": 1e-3,
+                "model": f"m{k}",
+                "dataset": "mathgen",
+                "ts": at(k + 3),
+            }
         )
     write_metrics_part(root, experiment, rows)
     write_trials_part(root, experiment, trials)

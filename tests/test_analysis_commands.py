@@ -46,10 +46,7 @@ def golden(tmp_path: Path) -> Path:
 
 
 def md_rows(markdown: str) -> list[list[str]]:
-    return [
-        [c.strip() for c in line.strip("|").split(" | ")]
-        for line in markdown.splitlines()[2:]
-    ]
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in markdown.splitlines()[2:]]
 
 
 def test_golden_ablation_table(golden: Path) -> None:
@@ -263,7 +260,7 @@ def test_ablation_intervals_and_paired_test_match_scipy(tmp_path: Path) -> None:
     assert data["del"]["t"] == pytest.approx(ref.statistic, rel=1e-10)
     sig = result.tables[1]
     assert sig.name == "ablation_vs_baseline" and sig.rows[0][:2] == ["del", "mle"]
-    assert f"(n=5)" in sig.rows[0][2]
+    assert "(n=5)" in sig.rows[0][2]
 
 
 def test_partial_results_of_a_running_sweep(tmp_path: Path) -> None:
@@ -311,7 +308,7 @@ def test_rows_split_by_a_varying_config_column(tmp_path: Path) -> None:
     assert [r[1] for r in result.tables[1].rows] == ["mle (lr=0.0003)", "mle (lr=0.001)"]
     by_lr = ablation(open_store(tmp_path), metrics=["gen/macc"], values=[FINAL], by=["lr"])
     assert [r[0] for r in by_lr.tables[0].rows][:2] == ["mle (lr=0.0003)", "mle (lr=0.001)"]
-    with pytest.raises(ResultsError, match="unknown column 'lrr' for --by; available: .*lr"):
+    with pytest.raises(ResultsError, match=r"unknown column 'lrr' for --by; available: .*lr"):
         ablation(open_store(tmp_path), by=["lrr"])
 
 
@@ -331,7 +328,10 @@ def test_cli_prints_tables_and_exits_2_on_bad_input(
     cases = [
         (["ablation", str(golden / "missing")], "does not exist"),
         (["entropy", str(golden), "--experiment", "nope"], "unknown experiment 'nope'"),
-        (["ablation", str(golden), "--metric", "eval/test/nope"], "unknown metric 'eval/test/nope'"),
+        (
+            ["ablation", str(golden), "--metric", "eval/test/nope"],
+            "unknown metric 'eval/test/nope'",
+        ),
         (["ablation", str(golden), "--value", "last"], "--value must be final, best or step:N"),
         (["search", str(golden), "--status", "DONE"], "unknown status DONE"),
         (["entropy", str(golden), "--split", "extra"], "unknown split 'extra'"),

@@ -112,3 +112,14 @@ def test_number_vocab_is_hashable_and_compares_by_ids() -> None:
     a.digit_id_tensor("cpu")  # fills a's cache, which must not affect equality
     assert a == b and hash(a) == hash(b)
     assert a.max_id == 10 and NumberVocab(list(range(10))).max_id == 9
+
+
+def test_number_vocab_pickles_without_its_tensor_cache() -> None:
+    import pickle
+
+    vocab = NumberVocab(digit_ids=[5, 6, 7, 8, 9, 10, 11, 12, 13, 14], dot_id=3)
+    vocab.digit_id_tensor("cpu")
+    clone = pickle.loads(pickle.dumps(vocab))
+    assert clone == vocab and clone.first_digit_id == 5
+    assert clone._id_tensors == {}
+    assert clone.digit_id_tensor("cpu").tolist() == list(range(5, 15))

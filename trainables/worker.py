@@ -45,10 +45,6 @@ from trainables.trial_inputs import (
 CHECKPOINT_TAG = "numsweep"
 
 
-class NonFiniteLossError(RuntimeError):
-    """The training loss became NaN or infinite; the trial stops with this reason."""
-
-
 def _sum_across_ranks(values: list[float], device: torch.device) -> list[float]:
     tensor = torch.tensor(values, dtype=torch.float64, device=device)
     if dist.is_initialized() and dist.get_world_size() > 1:
@@ -222,8 +218,12 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             step_ce += float(out.parts["ce"])
             step_aux += float(out.parts.get("aux", 0.0))
         step_loss, step_ce, step_aux = _sum_across_ranks([step_loss, step_ce, step_aux], device)
-        if not torch.isfinite(torch.tensor(step_loss)):
-            raise NonFiniteLossError(f"loss {cfg.loss.name!r} became {step_loss} at step {step}")
+        if not math.isfinite(step_loss):
+            # Stop cleanly with the reason (raising would make Ray Train retry from the last
+            # checkpoint, which fails the same way); the Tune driver fails the trial with it.
+            reason = f"loss {cfg.loss.name!r} became {step_loss} at step {step}"
+            ray.train.report({"step": step, "train/stopped": reason})
+            return
         norm = engine.get_global_grad_norm()
         sums["loss"] += step_loss
         sums["ce"] += step_ce

@@ -142,7 +142,7 @@ class TokenLoss:
     """Base of every loss: checks inputs, shifts labels, counts tokens, returns LossOutput.
 
     Subclasses set `name`, `hyperparams`, `needs_digits`, `required_inputs` and implement
-    `forward(batch) -> (loss, parts)`; the hyper-parameter values are in `self.params`.
+    `forward(batch) -> LossOutput`; the validated hyper-parameter values are in `self.params`.
     """
 
     name: ClassVar[str] = ""
@@ -185,7 +185,14 @@ class TokenLoss:
         labels: torch.Tensor,
         normalizer: Mapping[str, Any] | None = None,
     ) -> LossOutput:
-        """Loss of one batch; see the module docstring for shapes and `normalizer`."""
+        """Loss of one batch.
+
+        logits (B, T, V) float, any dtype; labels (B, T) long, unshifted, -100 = ignore.
+        normalizer: None for means over this batch, or {"n_tokens": N, "n_digits": D} with the
+        global batch's counts (ints, floats or 0-dim tensors; "n_digits" for digit losses):
+        then every mean is this batch's sum / N (or / D), and summing `loss` over micro-batches
+        and ranks gives the exact global token mean. See the module docstring.
+        """
         self._check_inputs(logits, labels, normalizer)
         targets = shift_labels(labels)  # (B, T)
         valid = targets.reshape(-1) != IGNORE_INDEX  # (N,)

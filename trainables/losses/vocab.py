@@ -61,6 +61,11 @@ class NumberVocab:
         consecutive = ids == tuple(range(ids[0], ids[0] + 10))
         object.__setattr__(self, "first_digit_id", ids[0] if consecutive else None)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled for other processes (Ray workers): drop the per-device tensor cache, which
+        # may hold accelerator tensors the receiving process cannot load.
+        return {**self.__dict__, "_id_tensors": {}}
+
     @property
     def max_id(self) -> int:
         """The largest id held, so a caller can check it against the logits' vocabulary size."""

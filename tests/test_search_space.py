@@ -1,0 +1,157 @@
+"""The conditional Optuna space, grid arms, trial configs, concurrency and the persistent study
+(real Optuna studies, no Ray)."""
+
+from __future__ import annotations
+
+import pickle
+
+import optuna
+import pytest
+
+from orchestrator.driver import (
+    ExperimentPaths,
+    build_searcher,
+    concurrency,
+    study_storage,
+    tune_runs,
+)
+from orchestrator.search_space import define_by_run, grid_arms, trial_config
+from orchestrator.sweep_file import SweepConfig
+from trainables.config import TrialConfig
+from trainables.losses import LOSSES
+
+ALL_LOSSES = list(LOSSES)
+SPACE = {
+    "alpha": {"low": 0.01, "high": 1.0, "log": True},
+    "decay_base": {"low": 1.0, "high": 1.5},
+    "lam": {"low": 0.1, "high": 0.9},
+    "eta": {"low": 0.0, "high": 1.0},
+    "lr": {"low": 1e-4, "high": 1e-2, "log": True},
+}
+
+
+def search_sweep(**search) -> SweepConfig:
+    return SweepConfig.model_validate(
+        {"experiment": "t", "search": {"losses": ALL_LOSSES, "space": SPACE, **search}}
+    )
+
+
+def test_parameters_are_sampled_only_for_losses_that_take_them():
+    space = define_by_run(search_sweep())
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    seen = set()
+    for _ in range(80):
+        trial = study.ask()
+        assert space(trial) is None
+        params = trial.params
+        loss = params["loss"]
+        seen.add(loss)
+        for name in ("alpha", "decay_base", "lam", "eta"):
+            assert (name in params) == (name in LOSSES[loss].hyperparams), (loss, params)
+        assert "lr" in params
+        low, high = SPACE["alpha"]["low"], SPACE["alpha"]["high"]
+        assert "alpha" not in params or low <= params["alpha"] <= high
+        study.tell(trial, 0.0)
+    assert seen == set(ALL_LOSSES)
+    assert {k: k in LOSSES["del"].hyperparams for k in ("alpha", "decay_base")} == {
+        "alpha": True,
+        "decay_base": True,
+    }
+
+
+def test_space_is_picklable_and_a_single_loss_is_a_constant():
+    space = define_by_run(search_sweep(losses=["del"], space={"alpha": SPACE["alpha"]}))
+    again = pickle.loads(pickle.dumps(space))
+    trial = optuna.create_study().ask()
+    assert again(trial) == {"loss": "del"}
+    assert set(trial.params) == {"alpha"}
+
+
+def test_grid_arms_are_the_cartesian_product():
+    sweep = SweepConfig.model_validate(
+        {
+            "mode": "grid",
+            "grid": {
+                "losses": ["mle", "del"],
+                "seeds": [0, 1, 2],
+                "presets": ["tiny", "xs"],
+                "params": {"del": {"alpha": 0.05}},
+            },
+        }
+    )
+    arms = grid_arms(sweep)
+    assert len(arms) == 2 * 3 * 2
+    assert {(a["loss"], a["seed"], a["preset"]) for a in arms} == {
+        (loss, seed, preset)
+        for loss in ("mle", "del")
+        for seed in (0, 1, 2)
+        for preset in ("tiny", "xs")
+    }
+    assert all(a.get("alpha") == (0.05 if a["loss"] == "del" else None) for a in arms)
+    config = TrialConfig.model_validate(trial_config(sweep, arms[-1], "trial-1"))
+    assert config.loss.name == "del" and config.loss.params == {"alpha": 0.05}
+    assert config.seed == 2 and config.model.preset == "xs" and config.trial_id == "trial-1"
+
+
+def test_trial_config_takes_loss_params_seed_and_lr():
+    sweep = search_sweep()
+    cfg = trial_config(sweep, {"loss": "del", "alpha": 0.2, "decay_base": 1.1, "lr": 1e-3}, "abc")
+    assert cfg["loss"] == {"name": "del", "params": {"alpha": 0.2, "decay_base": 1.1}}
+    assert cfg["train"]["lr"] == 1e-3 and cfg["seed"] == 0 and cfg["experiment"] == "t"
+
+
+def test_concurrency_from_cluster_capacity():
+    sweep = SweepConfig.model_validate(
+        {"resources": {"workers_per_trial": 2, "cpus_per_worker": 1}}
+    )
+    assert concurrency(sweep, {"CPU": 8, "GPU": 0}) == 4
+    capped = sweep.model_copy(
+        update={"resources": sweep.resources.model_copy(update={"max_concurrent_trials": 3})}
+    )
+    assert concurrency(capped, {"CPU": 8, "GPU": 0}) == 3
+    with pytest.raises(ValueError, match="needs 2 CPU"):
+        concurrency(sweep, {"CPU": 1, "GPU": 0})
+    gpu = SweepConfig.model_validate({"resources": {"workers_per_trial": 4, "gpus_per_worker": 1}})
+    assert concurrency(gpu, {"CPU": 64, "GPU": 8}) == 2
+
+
+def test_persistent_study_with_enqueued_trials(tmp_path):
+    sweep = search_sweep(
+        losses=["mle", "del"],
+        space={"alpha": SPACE["alpha"]},
+        enqueue=[{"loss": "mle"}, {"loss": "del", "alpha": 0.5}],
+    )
+    paths = ExperimentPaths(str(tmp_path), "t")
+    storage = study_storage(sweep, paths)
+    assert (tmp_path / "experiments" / "t" / "optuna.db").is_file()
+    run = tune_runs(sweep)[0]
+    searcher = build_searcher(sweep, run, storage)
+    assert searcher is not None
+    study = optuna.load_study(study_name="t", storage=storage)
+    # Optuna keeps a queued trial's parameters as "fixed_params" until it is asked for.
+    queued = study.get_trials(states=[optuna.trial.TrialState.WAITING])
+    waiting = [t.system_attrs["fixed_params"] for t in queued]
+    assert waiting == [{"loss": "mle"}, {"loss": "del", "alpha": 0.5}]
+    # Building the searcher again (resume, extend) does not queue them twice.
+    build_searcher(sweep, run, study_storage(sweep, paths))
+    assert len(optuna.load_study(study_name="t", storage=storage).trials) == 2
+
+
+def test_per_loss_search_has_one_run_and_study_per_loss():
+    sweep = search_sweep(
+        losses=["mle", "del"], space={"alpha": SPACE["alpha"]}, per_loss=True, num_trials=3
+    )
+    runs = tune_runs(sweep)
+    assert [(r.name, r.losses, r.num_trials) for r in runs] == [
+        ("t-mle", ("mle",), 3),
+        ("t-del", ("del",), 3),
+    ]
+    assert [r.name for r in tune_runs(sweep, extend_index=2, trials=5)] == [
+        "t-mle-extend2",
+        "t-del-extend2",
+    ]
+
+
+def test_remote_results_root_needs_explicit_study_storage():
+    with pytest.raises(ValueError, match=r"search\.storage"):
+        study_storage(search_sweep(), ExperimentPaths("s3://bucket/results", "t"))

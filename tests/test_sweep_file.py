@@ -1,0 +1,139 @@
+"""The sweep file: every shipped config validates; bad input names the file and the key, exits 2,
+and launches and writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from orchestrator.cli import main
+from orchestrator.sweep_file import SweepConfig, SweepFileError, apply_override, load_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted((ROOT / "orchestrator" / "configs").glob("*.yaml"))
+
+
+def test_there_are_shipped_configs():
+    assert any(p.name == "demo.yaml" for p in SHIPPED)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_config_validates(path):
+    sweep = load_sweep(path)
+    assert isinstance(sweep, SweepConfig)
+
+
+def write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("data", "key", "message"),
+    [
+        ({"trial": {"train": {"stpes": 10}}}, "trial.train.stpes", "Extra inputs"),
+        ({"trial": {"train": {"steps": "many"}}}, "trial.train.steps", "integer"),
+        ({"trial": {"train": {"lr": -1}}}, "trial.train.lr", "greater than 0"),
+        (
+            {"search": {"space": {"alpha": {"low": 2, "high": 1}}}},
+            "search.space.alpha",
+            "low <= high",
+        ),
+        (
+            {"search": {"space": {"alpha": {"low": 0, "high": 1, "log": True}}}},
+            "search.space.alpha",
+            "low > 0",
+        ),
+        ({"search": {"losses": ["mle", "nope"]}}, "search.losses", "unknown loss 'nope'"),
+        (
+            {"search": {"losses": ["mle"], "space": {"alpha": {"low": 0.1, "high": 1}}}},
+            "search.space.alpha",
+            "no loss in search.losses takes 'alpha'",
+        ),
+        (
+            {"mode": "grid", "grid": {"losses": ["mle"], "params": {"mle": {"alpha": 0.1}}}},
+            "grid.params.mle.alpha",
+            "does not take 'alpha'",
+        ),
+        (
+            {"search": {"enqueue": [{"loss": "mle", "decay_base": 1.1}]}},
+            "search.enqueue[0].decay_base",
+            "does not take",
+        ),
+        ({"resources": {"workers_per_trial": 0}}, "resources.workers_per_trial", "greater than"),
+        ({"experiment": "a/b"}, "experiment", "pattern"),
+    ],
+)
+def test_bad_sweep_files_name_file_and_key(tmp_path, data, key, message):
+    path = write(tmp_path, data)
+    with pytest.raises(SweepFileError) as err:
+        load_sweep(path)
+    text = str(err.value)
+    assert str(path) in text and key in text and message in text, text
+
+
+def test_not_yaml_and_missing_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("trial: [unclosed")
+    with pytest.raises(SweepFileError, match="not valid YAML"):
+        load_sweep(bad)
+    with pytest.raises(SweepFileError, match="no such sweep file"):
+        load_sweep(tmp_path / "missing.yaml")
+
+
+def test_dotted_overrides(tmp_path):
+    path = write(tmp_path, {"experiment": "x"})
+    sweep = load_sweep(path, ["train.lr=3e-4", "search.num_trials=64", "trial.data.n_train=10"])
+    assert sweep.trial.train.lr == 3e-4
+    assert sweep.search.num_trials == 64
+    assert sweep.trial.data.n_train == 10
+    with pytest.raises(SweepFileError, match="KEY=VALUE"):
+        apply_override({}, "train.lr")
+    with pytest.raises(SweepFileError, match=r"trial.train.nope"):
+        load_sweep(path, ["train.nope=1"])
+
+
+def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path, capsys):
+    path = write(tmp_path, {"search": {"losses": ["mle", "nope"]}})
+    results = tmp_path / "results"
+    assert main(["sweep", str(path), "--results", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown loss 'nope'" in err and str(path) in err
+    assert not results.exists()
+
+
+def test_cli_rejects_digit_loss_on_multi_digit_tokenizer(tmp_path, capsys):
+    """A pretrained model whose tokenizer merges digits: `del` is refused before launch."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from tests.test_loss_vocab import byte_level_bpe
+
+    tokenizer = byte_level_bpe(split_digits=False)
+    tokenizer.eos_token = "<|endoftext|>"
+    model_dir = tmp_path / "gpt2-style"
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+    )
+    LlamaForCausalLM(config).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    path = write(
+        tmp_path,
+        {
+            "trial": {"model": {"preset": None, "path": str(model_dir)}},
+            "search": {"losses": ["mle", "del"]},
+        },
+    )
+    results = tmp_path / "results"
+    assert main(["sweep", str(path), "--results", str(results), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "loss 'del' needs single-digit tokens" in err
+    assert str(path) in err
+    assert not results.exists()
