@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        # help strings are %-formatted by argparse, descriptions are not
+        p = sub.add_parser(name, help=help_text, description=help_text.replace("%%", "%"))
         p.add_argument("results", metavar="RESULTS", help="the results root of a sweep")
         p.add_argument(
             "--experiment",

@@ -77,7 +77,9 @@ def _best_rows(cells: list[MeanCI | None], metric: str) -> set[int]:
     if want is None or len(means) < 2:
         return set()
     target = max(m for _, m in means) if want == "max" else min(m for _, m in means)
-    return {i for i, m in means if m == target}
+    best = {i for i, m in means if m == target}
+    # When every row ties (say exact match 0 everywhere early on) nothing stands out.
+    return set() if len(best) == len(means) else best
 
 
 def ablation(

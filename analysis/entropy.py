@@ -89,12 +89,13 @@ def entropy(
             .agg(pl.col("value"))
         )
         cell = {}
+        steps_of: dict[str, set[int]] = {}
         for arm, metric, step, values in stats.iter_rows():
             cell[(arm, metric, step)] = mean_ci(values, level)
+            steps_of.setdefault(arm, set()).add(step)
         rows, records = [], []
         for arm in arms.order:
-            steps = sorted({s for (a, _, s) in cell if a == arm})
-            for step in steps:
+            for step in sorted(steps_of.get(arm, ())):
                 ent = cell.get((arm, names["digit_entropy"], step))
                 acc = cell.get((arm, names["digit_acc"], step))
                 n = max(c.n for c in (ent, acc) if c is not None)

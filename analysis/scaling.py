@@ -120,14 +120,10 @@ def scaling(
 
     fit_rows, fit_records, figure = [], [], []
     share_rows, share_records = [], []
-    groups = frame.select(gcols).unique().sort(gcols, nulls_last=True).iter_rows(named=True)
-    for group in groups:
+    group_frames = frame.sort(gcols, nulls_last=True).partition_by(gcols, maintain_order=True)
+    for gframe in group_frames:
+        group = gframe.select(gcols).row(0, named=True)
         label = ", ".join(f"{k}={format_value(v)}" for k, v in group.items() if v is not None)
-        gframe = frame
-        for k, v in group.items():
-            gframe = gframe.filter(
-                pl.col(k).is_null() if v is None else pl.col(k) == pl.lit(v, trials.schema[k])
-            )
         for split in sorted({s for s, _ in targets}, key=lambda s: (s != "test", s)):
             sframe = gframe.filter(pl.col("split") == split)
             for leaf in DECOMPOSITION_LEAVES:

@@ -74,16 +74,22 @@ def _experiment_dirs(folder: Path) -> dict[str, Path]:
     }
 
 
-def _readable_parts(folder: Path, notes: list[str]) -> tuple[Path, ...]:
+def _readable_parts(
+    folder: Path, notes: list[str], required: Collection[str] = ()
+) -> tuple[Path, ...]:
     """The part files whose Parquet footer reads; a part a live sweep is still writing fails that
-    check and is left out (and mentioned) rather than breaking the whole scan."""
+    check and is left out (and mentioned) rather than breaking the whole scan. A readable part
+    without the `required` columns is an error naming the file."""
     parts = []
     for path in sorted(folder.glob("part-*.parquet")):
         try:
-            pl.read_parquet_schema(path)
+            schema = pl.read_parquet_schema(path)
         except Exception as err:  # polars raises several error types for a torn file
             notes.append(f"skipped unreadable file {path} ({type(err).__name__}: {err})")
             continue
+        missing = [c for c in required if c not in schema]
+        if missing:
+            raise ResultsError(f"metrics file {path} lacks column(s) {', '.join(missing)}")
         parts.append(path)
     return tuple(parts)
 
@@ -115,7 +121,8 @@ def open_store(root: str | Path, experiments: Sequence[str] | None = None) -> St
         chosen = tuple(found)
     notes: list[str] = []
     metric_files = {
-        e: _readable_parts(metric_dirs[e], notes) if e in metric_dirs else () for e in chosen
+        e: _readable_parts(metric_dirs[e], notes, METRICS_SCHEMA) if e in metric_dirs else ()
+        for e in chosen
     }
     trial_files = {
         e: _readable_parts(trial_dirs[e], notes) if e in trial_dirs else () for e in chosen

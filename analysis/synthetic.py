@@ -225,7 +225,9 @@ def generate_store(
     def seed_effect() -> np.ndarray:
         return np.exp(rng.normal(0.0, noise, n_trials))[:, None]  # (T, 1)
 
-    exponents = {"error_entropy": -0.12, "self_alignment": -0.05, "log_confidence": -0.2}
+    # Log-confidence is positive and grows with size (as in the sweep's own output), so that
+    # ce = EE + SA − LC shrinks faster than EE alone.
+    exponents = {"error_entropy": -0.12, "self_alignment": -0.05, "log_confidence": 0.05}
     eval_steps = np.unique(np.r_[np.arange(0, steps + 1, eval_every), steps]).astype(np.int64)
     train_steps = np.arange(1, steps + 1, dtype=np.int64)
 
@@ -243,7 +245,8 @@ def generate_store(
         harder = 1.0 + 0.3 * k  # later splits (extrapolation) are harder
         ee = ee_final * harder * seed_effect() * early  # (T, S_eval)
         sa = (0.3 * rel_n ** exponents["self_alignment"])[:, None] * harder * seed_effect() * early
-        lc = (-0.4 * rel_n ** exponents["log_confidence"])[:, None] * harder * seed_effect() * early
+        # Confidence is lowest early in training: divide by the same early factor.
+        lc = (0.2 * rel_n ** exponents["log_confidence"])[:, None] * seed_effect() / early
         ce = ee + sa - lc
         h_final = (h_level * rel_n**-0.03)[:, None] * seed_effect()  # (T, 1)
         entropy = h_final + (np.log(10.0) - h_final) * (1.0 - pe)  # (T, S_eval)

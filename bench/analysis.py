@@ -1,13 +1,14 @@
 """Benchmark of the analysis commands on a large generated results store, next to the same
 aggregations written with pandas.
 
-    python -m bench.analysis [--trials-per-loss 250] [--steps 585] [--reuse] [--out bench/out]
+    python -m bench.analysis [--steps 585] [--reuse] [--out bench/out]
 
 Generates (or with --reuse, keeps) a store of about 10 million metric rows over 2,000 trials
-under bench/out/analysis_store (git-ignored), then runs every job in a fresh Python subprocess
-and reports its wall time (the job itself, imports excluded; import time is listed apart) and its
-peak resident memory, read by the subprocess from `resource.getrusage(RUSAGE_SELF).ru_maxrss` at
-the end. Timings are measurements for the README, never asserted anywhere.
+under bench/out/analysis_store (git-ignored), then runs every job in a fresh Python subprocess and
+reports the job's wall time (imports excluded; import time is listed apart), its CPU time (user +
+system, all threads) and the subprocess's peak resident memory, which the subprocess reads from
+`resource.getrusage(RUSAGE_SELF).ru_maxrss` at the end. Timings are measurements for the README,
+never asserted anywhere.
 """
 
 from __future__ import annotations
@@ -174,13 +175,20 @@ def child(engine: str, job: str, store: Path, out: Path) -> None:
     else:
         import pandas  # noqa: F401
     t1 = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     if engine == "polars":
         polars_job(job, store, out)
     else:
         pandas_job(job, store)
     t2 = time.perf_counter()
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-    print(json.dumps({"import_s": t1 - t0, "job_s": t2 - t1, "peak_rss_mb": rss_mb}))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    # CPU seconds (all threads) next to wall time: on a shared machine the wall time also
+    # measures the neighbours.
+    cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    rss_mb = after.ru_maxrss / 1024  # Linux reports KiB
+    print(
+        json.dumps({"import_s": t1 - t0, "job_s": t2 - t1, "cpu_s": cpu_s, "peak_rss_mb": rss_mb})
+    )
 
 
 def run_child(engine: str, job: str, store: Path, out: Path) -> dict[str, float]:
@@ -261,13 +269,18 @@ def main() -> None:
         pan = run_child("pandas", job, store, args.out) if job != "report" else None
         rows.append((job, pol, pan))
     print(
-        "| command | polars time (s) | polars peak RSS (MiB) | pandas time (s) | "
-        "pandas peak RSS (MiB) |"
+        "| command | polars wall (s) | polars CPU (s) | polars peak RSS (MiB) | pandas wall (s) | "
+        "pandas CPU (s) | pandas peak RSS (MiB) |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
+
+    def cells(r: dict[str, float] | None) -> str:
+        if r is None:
+            return "— | — | —"
+        return f"{r['job_s']:.2f} | {r['cpu_s']:.2f} | {r['peak_rss_mb']:.0f}"
+
     for job, pol, pan in rows:
-        pandas_cells = f"{pan['job_s']:.2f} | {pan['peak_rss_mb']:.0f}" if pan else "— | —"
-        print(f"| {job} | {pol['job_s']:.2f} | {pol['peak_rss_mb']:.0f} | {pandas_cells} |")
+        print(f"| {job} | {cells(pol)} | {cells(pan)} |")
     print(
         f"\nimport time, not included above: analysis CLI {rows[0][1]['import_s']:.2f} s, "
         f"pandas {rows[0][2]['import_s']:.2f} s; load average after: {os.getloadavg()[0]:.1f}"

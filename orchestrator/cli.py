@@ -117,7 +117,7 @@ def _plan(sweep: SweepConfig, max_concurrent: int, capacity: dict[str, float]) -
     else:
         for run in tune_runs(sweep):
             lines.append(
-                f"Tune run {run.name}: {run.num_trials} Optuna trials over {list(run.losses)}"
+                f"Tune run {run.name}: {run.num_trials} Optuna trials over {', '.join(run.losses)}"
             )
         for loss in sweep.search.losses:
             sampled = [p for p in sweep.search.space if p == "lr" or p in LOSSES[loss].hyperparams]

@@ -56,7 +56,9 @@ def experiment_status(root: str, sweep: SweepConfig) -> str:
         columns = ["trial_id", "status", "loss", "seed", "last_step"]
         columns += [c for c in ("alpha", "decay_base", "lam", "eta", "lr") if c in table.columns]
         columns += [o.metric for o in objectives if o.metric in table.columns]
-        with pl.Config(tbl_rows=200, tbl_cols=20, tbl_hide_dataframe_shape=True):
+        with pl.Config(
+            tbl_rows=200, tbl_cols=20, tbl_width_chars=160, tbl_hide_dataframe_shape=True
+        ):
             lines.append(str(table.select(columns).sort("trial_id")))
         for objective in objectives:
             if objective.metric in table.columns:

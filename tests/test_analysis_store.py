@@ -128,6 +128,12 @@ def test_bad_input_is_named(tmp_path: Path, golden: Path) -> None:
         open_store(golden, ["other"])
     with pytest.raises(ResultsError, match="unknown status DONE"):
         current_trials(open_store(golden), ["DONE"])
+    # A readable part that breaks the contract is named, not skipped.
+    pl.DataFrame(
+        {"trial_id": ["x"], "attempt": [0], "step": [1], "metric": ["m"], "value": [1.0]}
+    ).write_parquet(golden / "metrics" / "experiment=golden" / "part-00007.parquet")
+    with pytest.raises(ResultsError, match=r"part-00007.parquet lacks column\(s\) ts"):
+        open_store(golden)
 
 
 def test_metrics_without_trial_rows_are_readable(tmp_path: Path) -> None:

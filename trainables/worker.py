@@ -106,11 +106,13 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     )
 
     start_step = 0
+    resumed_metrics: dict[str, Any] | None = None
     checkpoint = ray.train.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as directory:
             _, client_state = engine.load_checkpoint(directory, tag=CHECKPOINT_TAG)
         start_step = int(client_state["step"])
+        resumed_metrics = client_state["metrics"]
 
     def evaluate(step: int, final: bool) -> dict[str, float]:
         metrics: dict[str, float] = {}
@@ -157,9 +159,16 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             return
         with tempfile.TemporaryDirectory() as directory:
             # Every rank writes its own ZeRO shard; Ray Train merges them into one checkpoint.
-            engine.save_checkpoint(directory, tag=CHECKPOINT_TAG, client_state={"step": step})
+            # The metrics travel with the checkpoint: see the resume below.
+            state = {"step": step, "metrics": metrics}
+            engine.save_checkpoint(directory, tag=CHECKPOINT_TAG, client_state=state)
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
 
+    if resumed_metrics is not None:
+        # Ray Train commits a checkpoint before its report reaches the sweep driver, so a crash
+        # in between would lose that step's metrics for good: report them again (the Parquet
+        # sink drops a step it already has).
+        ray.train.report(resumed_metrics)
     if start_step == 0:
         first = {
             "model/params_total": sizes["total"],
