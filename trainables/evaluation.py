@@ -23,8 +23,13 @@ from trainables.losses import NumberVocab
 from trainables.metrics import CEDecomposition, DigitMetrics, PlaceAccuracy, score_numbers
 
 
-def _shard(items: Sequence[Any], rank: int, world_size: int) -> list[Any]:
-    return list(items[rank::world_size])
+def _shard(items: Sequence[Any], rank: int, world_size: int, filler: Any) -> tuple[list[Any], int]:
+    """This rank's items (rank, rank + W, …), padded with `filler` to the same length on every
+    rank: under ZeRO-3 every forward is a collective, so all ranks must run as many batches.
+    Returns (items, how many are real)."""
+    mine = list(items[rank::world_size])
+    longest = -(-len(items) // world_size)
+    return mine + [filler] * (longest - len(mine)), len(mine)
 
 
 @torch.no_grad()
@@ -43,7 +48,9 @@ def teacher_forced(
     `model` on `examples`; all ranks must call it (the sums are all-reduced)."""
     decomposition = CEDecomposition()
     digits = DigitMetrics(vocab) if vocab is not None else None
-    shard = _shard(examples, rank, world_size)
+    # Padding examples score nothing: every label is ignored.
+    filler = {"input_ids": examples[0]["input_ids"], "labels": [-100] * len(examples[0]["labels"])}
+    shard, _ = _shard(examples, rank, world_size, filler)
     was_training = model.training
     model.eval()
     for start in range(0, len(shard), batch_size):
@@ -84,9 +91,11 @@ def generate_answers(
     device: torch.device,
     rank: int,
     world_size: int,
+    synced: bool = False,
 ) -> list[str]:
-    """Greedy completions of every record, in record order, on every rank."""
-    shard = _shard(records, rank, world_size)
+    """Greedy completions of every record, in record order, on every rank. `synced` keeps all
+    ranks decoding until the last one finishes (needed when the weights are ZeRO-3 shards)."""
+    shard, n_real = _shard(records, rank, world_size, records[0])
     texts: list[str] = []
     was_training = model.training
     model.eval()
@@ -102,11 +111,13 @@ def generate_answers(
             use_cache=True,
             pad_token_id=tokenizer.pad_token_id,
             eos_token_id=tokenizer.eos_token_id,
+            synced_gpus=synced,
         )  # (B, P + new)
         texts.extend(
             tokenizer.batch_decode(output[:, input_ids.shape[1] :], skip_special_tokens=True)
         )
     model.train(was_training)
+    texts = texts[:n_real]
     # Rank r holds records r, r + W, r + 2W, …: interleave the shards back into record order.
     shards = _gather_texts(texts, world_size)
     ordered: list[str] = [""] * len(records)

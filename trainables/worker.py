@@ -60,6 +60,14 @@ def _peak_memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+def emo_cost_embedding(model: torch.nn.Module, zero3: bool = False) -> torch.Tensor:
+    """EMO's transport cost: a frozen copy (V, d) of the output embedding as it is now, at the
+    start of training; training the model does not move it."""
+    weight = model.get_output_embeddings().weight
+    with deepspeed.zero.GatheredParameters([weight], enabled=zero3):
+        return weight.detach().clone().requires_grad_(False)
+
+
 def _quiet_report_log() -> None:
     """Ray Train logs every report's full metrics dict at INFO (hundreds of numbers per line)
     from a logger named after its source file; keep its warnings, drop that line."""
@@ -77,22 +85,33 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     torch.manual_seed(cfg.seed)
 
     # ---- model, tokenizer, loss, data ------------------------------------------------------
+    train = cfg.train
+    # Ray Train set up the process group; DeepSpeed must wrap it before it reads any config
+    # (else it sizes batches for a world of 1).
+    deepspeed.init_distributed(dist_backend=dist.get_backend(), dist_init_required=False)
+    ds_config = deepspeed_config(train, world_size)
+    zero3 = train.zero_stage == 3
+    if zero3:
+        # ZeRO-3: a pretrained model's weights are partitioned as they are loaded, never whole
+        # on one rank (transformers' from_pretrained follows a live HfDeepSpeedConfig). Presets
+        # are small and built whole; deepspeed.initialize partitions them.
+        from transformers.integrations import HfDeepSpeedConfig
+
+        hf_ds_config = HfDeepSpeedConfig(ds_config)  # noqa: F841  (must stay alive)
     model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed)
     vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
     params: dict[str, Any] = dict(cfg.loss.params)
     if "cost_embedding" in LOSSES[cfg.loss.name].required_inputs:
-        # EMO's transport cost: the output embedding as it is at the start of training, frozen.
-        params["cost_embedding"] = model.get_output_embeddings().weight.detach().clone().to(device)
+        params["cost_embedding"] = emo_cost_embedding(model, zero3).to(device)
     loss_fn = build_loss(cfg.loss.name, vocab, **params)
     splits = load_splits(cfg, tokenizer)
     sizes = count_parameters(model)
 
     # ---- DeepSpeed engine with the cosine schedule ----------------------------------------
-    train = cfg.train
     engine, _, _, scheduler = deepspeed.initialize(
         model=model,
         model_parameters=[p for p in model.parameters() if p.requires_grad],
-        config=deepspeed_config(train, world_size),
+        config=ds_config,
         lr_scheduler=lambda opt: torch.optim.lr_scheduler.LambdaLR(
             opt,
             lambda s: lr_factor(
@@ -140,6 +159,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                     max_new_tokens=cfg.eval.max_new_tokens,
                     max_prompt_length=cfg.data.max_length * 4,
                     chat_template=cfg.model.chat_template,
+                    synced=zero3,
                     device=device,
                     rank=rank,
                     world_size=world_size,

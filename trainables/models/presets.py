@@ -148,11 +148,13 @@ def count_parameters(model: torch.nn.Module) -> dict[str, int]:
     ``non_embedding``: ``total`` minus the input embedding and, when it is not tied to it, the
     output head."""
     distinct = {id(parameter): parameter for parameter in model.parameters()}
-    total = sum(parameter.numel() for parameter in distinct.values())
+    # A ZeRO-3 partitioned parameter is an empty placeholder; DeepSpeed keeps its size.
+    sizes = {pid: getattr(p, "ds_numel", p.numel()) for pid, p in distinct.items()}
+    total = sum(sizes.values())
     embedding_ids = {id(model.get_input_embeddings().weight)}
     head = model.get_output_embeddings()
     if head is not None:
         # Tied: the head's weight *is* the embedding's, already in the set.
         embedding_ids.add(id(head.weight))
-    embedding = sum(distinct[pid].numel() for pid in embedding_ids if pid in distinct)
+    embedding = sum(sizes[pid] for pid in embedding_ids if pid in distinct)
     return {"total": total, "non_embedding": total - embedding}
