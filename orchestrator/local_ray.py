@@ -17,7 +17,14 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
     if address and address != "local":
         ray.init(address=address)
         return "cluster"
-    ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False)
+    # The dashboard process also serves Ray's state API, which Ray Train polls to clean up
+    # after a trial; without it that poll fails (and logs so) every second. Loopback only.
+    ray.init(
+        address="local",
+        num_cpus=num_cpus or os.cpu_count(),
+        include_dashboard=True,
+        dashboard_host="127.0.0.1",
+    )
     return "local"
 
 

@@ -68,8 +68,10 @@ def test_directory_without_a_model_is_named(tmp_path: Path) -> None:
 
 
 def test_hub_id_not_in_the_local_cache_is_named(tmp_path: Path) -> None:
-    # local_files_only: no download is attempted, the error says so and names the id.
-    with pytest.raises(FileNotFoundError, match=r"numsweep-test/not-a-cached-model.*download"):
+    # Offline (tests/conftest.py): no download is attempted, the error says so and names the id.
+    with pytest.raises(
+        FileNotFoundError, match=r"numsweep-test/not-a-cached-model.*HF_HUB_OFFLINE"
+    ):
         load_pretrained("numsweep-test/not-a-cached-model", cache_dir=tmp_path)
 
 

@@ -99,16 +99,30 @@ def _resolve_model(name_or_path: str) -> str:
 
 
 def _load_directory(name_or_path: str) -> tuple[PreTrainedModel, Any]:
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(name_or_path, local_files_only=True)
-    except OSError as error:
-        raise FileNotFoundError(
-            f"cannot load pretrained model {name_or_path!r} from local files (no model directory "
-            "of that name, and not in the local Hugging Face cache; numsweep does not download: "
-            f"fetch it first, e.g. `huggingface-cli download {name_or_path}`): {error}"
-        ) from error
-    return model, tokenizer
+    """Local files first (a directory, or the local Hugging Face cache); a hub id not found there
+    is downloaded where the network allows (not with HF_HUB_OFFLINE=1)."""
+    is_hub_id = not Path(name_or_path).expanduser().is_dir()
+    offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+    attempts = [True] if offline or not is_hub_id else [True, False]
+    for local_only in attempts:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_only)
+            model = AutoModelForCausalLM.from_pretrained(name_or_path, local_files_only=local_only)
+            return model, tokenizer
+        except OSError as error:
+            last = error
+    raise FileNotFoundError(
+        f"cannot load pretrained model {name_or_path!r}: no model directory of that name, not in "
+        "the local Hugging Face cache"
+        + (
+            " (HF_HUB_OFFLINE is set: nothing is downloaded; pass a local directory or download "
+            f"it first, e.g. `huggingface-cli download {name_or_path}`)"
+            if offline and is_hub_id
+            else ""
+        )
+        + ("" if len(attempts) == 1 else ", and the hub could not be reached")
+        + f": {last}"
+    ) from last
 
 
 def _resolve_gguf(name_or_path: str, gguf_file: str) -> Path:

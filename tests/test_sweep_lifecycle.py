@@ -1,0 +1,88 @@
+"""A search sweep's life on real Ray: trials run concurrently when resources allow, `extend`
+adds trials to the same persistent Optuna study, `status` reports them, and `compact` merges
+the Parquet parts without changing their content."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
+import polars as pl
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SWEEP = {
+    "experiment": "life",
+    "mode": "search",
+    "trial": {
+        "model": {"preset": "tiny"},
+        "data": {"modules": ["arithmetic__mul"], "n_train": 64, "n_test": 16, "max_length": 48},
+        "train": {"steps": 4, "micro_batch_size": 8, "warmup_steps": 1},
+        "eval": {"every": 2, "batch_size": 16, "generate_examples": 0},
+    },
+    "search": {
+        "num_trials": 2,
+        "losses": ["mle", "ntl_was"],
+        "space": {"alpha": {"low": 0.05, "high": 0.5}},
+        "objectives": [{"metric": "eval/test/ce", "mode": "min"}],
+        "sampler": "random",
+    },
+    # 2 CPUs here, 1 per trial: two trials must run at the same time.
+    "resources": {"workers_per_trial": 1, "cpus_per_worker": 1, "max_concurrent_trials": 2},
+}
+
+
+def numsweep(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.mark.slow
+def test_concurrency_extend_status_compact(tmp_path):
+    config = tmp_path / "sweep.yaml"
+    config.write_text(yaml.safe_dump(SWEEP))
+    results = tmp_path / "results"
+
+    run = numsweep("sweep", str(config), "--results", str(results))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "2 trial(s) at a time" in run.stdout
+    trials = pl.read_parquet(results / "trials" / "experiment=life" / "*.parquet")
+    done = trials.filter(pl.col("status") == "TERMINATED")
+    assert done.height == 2
+    # Both trials were running at once: each started before the other ended.
+    assert done["start"].max() < done["end"].min()
+
+    extended = numsweep("extend", "life", "--trials", "1", "--results", str(results))
+    assert extended.returncode == 0, extended.stderr[-3000:]
+    study = optuna.load_study(
+        study_name="life", storage=f"sqlite:///{results}/experiments/life/optuna.db"
+    )
+    assert len(study.get_trials(states=[optuna.trial.TrialState.COMPLETE])) == 3
+
+    status = numsweep("status", "life", "--results", str(results))
+    assert status.returncode == 0, status.stderr
+    assert "3 trial(s): 3 TERMINATED" in status.stdout
+    assert "Optuna study life: 3 trial(s)" in status.stdout
+    assert "best min eval/test/ce" in status.stdout
+
+    before = pl.read_parquet(results / "metrics" / "experiment=life" / "*.parquet")
+    n_parts = len(list((results / "metrics" / "experiment=life").glob("part-*.parquet")))
+    assert n_parts > 1
+    compacted = numsweep("compact", "life", "--results", str(results))
+    assert compacted.returncode == 0, compacted.stderr
+    parts = list((results / "metrics" / "experiment=life").glob("part-*.parquet"))
+    assert len(parts) == 1
+    keys = ["trial_id", "attempt", "step", "metric"]
+    assert pl.read_parquet(parts).sort(keys).equals(before.sort(keys))
