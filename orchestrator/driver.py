@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib.metadata
 import math
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,7 +212,8 @@ def build_searcher(sweep: SweepConfig, run: TuneRun, storage):
     """Optuna (TPE or random) over the conditional space of `run`'s losses, optimising the sweep's
     objectives, in a persistent study (a later run continues it)."""
     import optuna
-    from ray.tune.search.optuna import OptunaSearch
+
+    from orchestrator.partial_reports import ReportedOnlyOptunaSearch
 
     search = sweep.search
     if search.sampler == "tpe":
@@ -239,7 +241,7 @@ def build_searcher(sweep: SweepConfig, run: TuneRun, storage):
                     else {k: v for k, v in point.items() if k != "loss"}
                 )
                 study.enqueue_trial(params, skip_if_exists=True)
-    return OptunaSearch(
+    return ReportedOnlyOptunaSearch(
         space=define_by_run(sweep, run.losses),
         metric=metrics[0] if len(metrics) == 1 else metrics,
         mode=modes[0] if len(modes) == 1 else modes,
@@ -253,9 +255,9 @@ def _scheduler(sweep: SweepConfig):
     stop = sweep.early_stopping
     if stop is None:
         return None
-    from ray.tune.schedulers import ASHAScheduler
+    from orchestrator.partial_reports import ReportedOnlyASHA
 
-    return ASHAScheduler(
+    return ReportedOnlyASHA(
         time_attr="training_iteration",
         metric=stop.metric,
         mode=stop.mode,
@@ -320,6 +322,10 @@ def run_sweep(
     metrics to `results_root`."""
     paths = ExperimentPaths(results_root, sweep.experiment)
     store = ResultsStore(results_root, sweep.experiment)
+    # Not every report carries every metric (generation metrics come at chosen steps, a trial
+    # stopped for a non-finite loss reports only why), so Tune must not demand the objective
+    # in each one; the searcher and ASHA see it where it is reported.
+    os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
 
     def resolve(trial: Any) -> dict[str, Any]:
         return trial_config(sweep, trial_params(trial.config), trial.trial_id)

@@ -137,3 +137,15 @@ def test_cli_rejects_digit_loss_on_multi_digit_tokenizer(tmp_path, capsys):
     assert "loss 'del' needs single-digit tokens" in err
     assert str(path) in err
     assert not results.exists()
+
+
+def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path, capsys):
+    results = tmp_path / "results"
+    demo = ROOT / "orchestrator" / "configs" / "demo.yaml"
+    assert main(["sweep", str(demo), "--results", str(results), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "Tune run demo: 4 Optuna trials over mle, ntl_was, dist2, del" in out
+    assert "  mle: samples nothing" in out
+    assert "  del: samples alpha, decay_base" in out
+    assert "1 worker(s) x 1 CPU" in out and "trial(s) at a time" in out
+    assert not results.exists()

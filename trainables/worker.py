@@ -11,11 +11,13 @@ and data position.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -43,6 +45,7 @@ from trainables.trial_inputs import (
 )
 
 CHECKPOINT_TAG = "numsweep"
+STOPPED_FILE = "numsweep-stopped.json"  # a checkpoint holding only this: the trial stopped
 
 
 def _sum_across_ranks(values: list[float], device: torch.device) -> list[float]:
@@ -129,6 +132,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     checkpoint = ray.train.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as directory:
+            if Path(directory, STOPPED_FILE).is_file():
+                return  # stopped for a non-finite loss: that outcome is final
             _, client_state = engine.load_checkpoint(directory, tag=CHECKPOINT_TAG)
         start_step = int(client_state["step"])
         resumed_metrics = client_state["metrics"]
@@ -248,10 +253,16 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             step_aux += float(out.parts.get("aux", 0.0))
         step_loss, step_ce, step_aux = _sum_across_ranks([step_loss, step_ce, step_aux], device)
         if not math.isfinite(step_loss):
-            # Stop cleanly with the reason (raising would make Ray Train retry from the last
-            # checkpoint, which fails the same way); the Tune driver fails the trial with it.
+            # Stop cleanly (raising would make Ray Train retry from the last checkpoint, which
+            # fails the same way): a marker checkpoint carries the reason to the Tune driver,
+            # which fails the trial with it, and keeps the trial stopped if it is ever resumed.
             reason = f"loss {cfg.loss.name!r} became {step_loss} at step {step}"
-            ray.train.report({"step": step, "train/stopped": reason})
+            with tempfile.TemporaryDirectory() as directory:
+                Path(directory, STOPPED_FILE).write_text(json.dumps({"reason": reason}))
+                ray.train.report(
+                    {"step": step, "train/stopped": reason},
+                    checkpoint=ray.train.Checkpoint.from_directory(directory),
+                )
             return
         norm = engine.get_global_grad_norm()
         sums["loss"] += step_loss

@@ -1,0 +1,69 @@
+"""Failure handling on real Ray: ASHA stops a clearly worse trial early, a trial whose loss
+becomes non-finite stops with that reason recorded, and the sweep goes on."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = 8
+
+SWEEP = {
+    "experiment": "failures",
+    "mode": "search",
+    "trial": {
+        "model": {"preset": "tiny"},
+        "data": {"modules": ["arithmetic__mul"], "n_train": 64, "n_test": 16, "max_length": 48},
+        "train": {"steps": STEPS, "micro_batch_size": 8, "warmup_steps": 1, "grad_clip": 0},
+        "eval": {"every": 2, "batch_size": 16, "generate_examples": 0},
+    },
+    "search": {
+        "num_trials": 3,
+        "losses": ["mle"],
+        "space": {"lr": {"low": 1e-6, "high": 1e-2, "log": True}},
+        "objectives": [{"metric": "eval/test/ce", "mode": "min"}],
+        # In this order, one at a time: a good run, a learning rate too small to learn (ASHA
+        # stops it at a rung where the good run did better), one that blows up.
+        "enqueue": [{"lr": 3e-3}, {"lr": 1e-7}, {"lr": 1e9}],
+    },
+    "early_stopping": {"metric": "eval/test/ce", "mode": "min", "grace_period": 1},
+    "resources": {"workers_per_trial": 1, "max_concurrent_trials": 1},
+}
+
+
+@pytest.mark.slow
+def test_asha_stops_the_worse_trial_and_nan_is_recorded(tmp_path):
+    config = tmp_path / "sweep.yaml"
+    config.write_text(yaml.safe_dump(SWEEP))
+    results = tmp_path / "results"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    run = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "sweep", str(config), "--results", str(results)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]  # one trial failed
+    assert "3 trials, 1 failed" in run.stdout
+
+    trials = pl.read_parquet(results / "trials" / "experiment=failures" / "*.parquet")
+    latest = trials.sort("ts").group_by("trial_id").last()
+    metrics = pl.read_parquet(results / "metrics" / "experiment=failures" / "*.parquet")
+    last_step = dict(metrics.group_by("trial_id").agg(pl.col("step").max()).iter_rows())
+    by_lr = {row["lr"]: row for row in latest.iter_rows(named=True)}
+    assert set(by_lr) == {3e-3, 1e-7, 1e9}
+
+    good, slow, blown = by_lr[3e-3], by_lr[1e-7], by_lr[1e9]
+    assert good["status"] == "TERMINATED" and last_step[good["trial_id"]] == STEPS
+    assert slow["status"] == "TERMINATED" and last_step[slow["trial_id"]] < STEPS  # ASHA
+    assert blown["status"] == "ERROR"
+    assert "non-finite" in blown["error"] or "became" in blown["error"], blown["error"]
