@@ -108,6 +108,9 @@ class Cluster:
         env.update(self.client_env())
         del env["RAY_ADDRESS"], env["RAY_API_SERVER_ADDRESS"]
         env.update({MARK_CLUSTER: str(self.dir), MARK_NODE: name, "RAY_USAGE_STATS_ENABLED": "0"})
+        # A busy machine (all nodes share its cores) can take longer than Ray's 30 s to
+        # register a raylet; give it time rather than fail the node.
+        env.setdefault("RAY_raylet_start_wait_time_s", "120")
         return env
 
 
