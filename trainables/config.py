@@ -54,9 +54,11 @@ class DataConfig(_Strict):
     n_train: int = Field(2000, ge=1)
     """Training problems."""
     n_test: int = Field(200, ge=1)
-    """Held-out interpolation problems (disjoint from training) for evaluation."""
+    """Held-out problems for evaluation: generated ones disjoint from training, or the last
+    `n_test` records of an instruction file (not trained on)."""
     n_extra: int = Field(0, ge=0)
-    """Held-out extrapolation problems (bigger numbers); 0 = none."""
+    """Held-out extrapolation problems (bigger numbers) from the generator's `modules` (with
+    either source); 0 = none."""
     max_length: int = Field(96, ge=8)
     """Maximum tokens of prompt + answer."""
     benchmarks: dict[str, str] = Field(default_factory=dict)

@@ -88,27 +88,35 @@ class Splits:
     """Generation evaluation: benchmark name ("mathgen", "gsm8k", …) -> records."""
 
 
-def training_records(data: DataConfig, seed: int) -> list[Record]:
+def held_out_split(data: DataConfig, seed: int) -> tuple[list[Record], list[Record]]:
+    """(training records, held-out interpolation records): generated problems kept apart by the
+    generator's hash partition, or an instruction file's last `n_test` records held out."""
     if data.source == "instructions":
         if data.path is None:
             raise ValueError("data.source 'instructions' needs data.path")
-        return load_instructions(data.path)[: data.n_train]
-    return mathgen.generate(data.modules, data.n_train, "train", seed)
+        records = load_instructions(data.path)
+        if len(records) <= data.n_test:
+            raise ValueError(
+                f"data.path {data.path}: {len(records)} records, not more than data.n_test="
+                f"{data.n_test} (the last n_test are held out for evaluation)"
+            )
+        return records[: -data.n_test][: data.n_train], records[-data.n_test :]
+    train = mathgen.generate(data.modules, data.n_train, "train", seed)
+    return train, mathgen.generate(data.modules, data.n_test, "test", seed)
 
 
 def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
     """Training data, held-out teacher-forced splits and generation benchmarks for a trial."""
     data, seed = config.data, config.seed
     chat = config.model.chat_template
-    splits = Splits(
-        train=encode_records(tokenizer, training_records(data, seed), data.max_length, chat)
-    )
+    train, test = held_out_split(data, seed)
+    splits = Splits(train=encode_records(tokenizer, train, data.max_length, chat))
     if not splits.train:
         raise ValueError("no training example fits data.max_length")
-    test = mathgen.generate(data.modules, data.n_test, "test", seed)
     splits.eval_examples["test"] = encode_records(tokenizer, test, data.max_length, chat)
+    generated = "mathgen" if data.source == "mathgen" else "held_out"
     if config.eval.generate_examples:
-        splits.generation["mathgen"] = test[: config.eval.generate_examples]
+        splits.generation[generated] = test[: config.eval.generate_examples]
     if data.n_extra:
         extra = mathgen.generate(data.modules, data.n_extra, "extrapolate", seed)
         splits.eval_examples["extra"] = encode_records(tokenizer, extra, data.max_length, chat)
