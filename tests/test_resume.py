@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import polars as pl
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.sweep_runs import numsweep, numsweep_background, write_sweep
+
 STEPS = 30
 
 SWEEP = {
@@ -38,35 +36,10 @@ SWEEP = {
 }
 
 
-def sweep(config: Path, results: Path, **kwargs) -> subprocess.CompletedProcess | subprocess.Popen:
-    command = [
-        sys.executable,
-        "-m",
-        "orchestrator",
-        "sweep",
-        str(config),
-        "--results",
-        str(results),
-    ]
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    if kwargs.pop("background", False):
-        return subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=env,
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    return subprocess.run(
-        command,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        start_new_session=True,
-    )
+def sweep(config: Path, results: Path, background: bool = False):
+    if background:
+        return numsweep_background("sweep", config, "--results", results)
+    return numsweep("sweep", config, "--results", results)
 
 
 def tables(results: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -93,8 +66,7 @@ def by_loss(results: Path) -> dict[tuple[str, int, str], float]:
 
 @pytest.mark.slow
 def test_driver_killed_then_resumed_writes_every_step_exactly_once(tmp_path):
-    config = tmp_path / "sweep.yaml"
-    config.write_text(yaml.safe_dump(SWEEP))
+    config = write_sweep(tmp_path, SWEEP)
     results = tmp_path / "results"
 
     first = sweep(config, results, background=True)

@@ -4,17 +4,13 @@
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import polars as pl
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.sweep_runs import ROOT, numsweep, write_sweep
 
 SWEEP = {
     "experiment": "e2e",
@@ -46,26 +42,14 @@ SWEEP = {
 @pytest.fixture(scope="module")
 def sweep_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
-    config = tmp / "sweep.yaml"
-    config.write_text(yaml.safe_dump(SWEEP))
+    config = write_sweep(tmp, SWEEP)
     results = tmp / "results"
-    env = {**os.environ, "NUMSWEEP_TEST": "1"}
-    env.pop("RAY_ADDRESS", None)
-    started = time.time()
-    proc = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "sweep", str(config), "--results", str(results)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    return proc, results, started
+    return numsweep("sweep", config, "--results", results), results
 
 
 @pytest.mark.slow
 def test_sweep_writes_complete_parquet(sweep_run):
-    proc, results, _ = sweep_run
+    proc, results = sweep_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     metrics = pl.read_parquet(results / "metrics" / "**" / "*.parquet", hive_partitioning=True)
     trials = pl.read_parquet(results / "trials" / "**" / "*.parquet", hive_partitioning=True)
@@ -116,7 +100,7 @@ def test_sweep_writes_complete_parquet(sweep_run):
 
 @pytest.mark.slow
 def test_parts_appear_while_the_sweep_runs(sweep_run):
-    _, results, _ = sweep_run
+    _, results = sweep_run
     parts = sorted((results / "metrics").glob("experiment=e2e/part-*.parquet"))
     assert len(parts) >= 2
     assert not list(results.rglob(".*.tmp"))  # nothing half-written is left
@@ -128,7 +112,7 @@ def test_parts_appear_while_the_sweep_runs(sweep_run):
 
 @pytest.mark.slow
 def test_ablation_table_from_the_sweep(sweep_run):
-    proc, results, _ = sweep_run
+    proc, results = sweep_run
     assert "| del |" in proc.stdout and "| mle |" in proc.stdout  # printed at the end
     out = subprocess.run(
         [

@@ -3,16 +3,11 @@ becomes non-finite stops with that reason recorded, and the sweep goes on."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import polars as pl
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.sweep_runs import numsweep, write_sweep
+
 STEPS = 8
 
 SWEEP = {
@@ -40,18 +35,8 @@ SWEEP = {
 
 @pytest.mark.slow
 def test_asha_stops_the_worse_trial_and_nan_is_recorded(tmp_path):
-    config = tmp_path / "sweep.yaml"
-    config.write_text(yaml.safe_dump(SWEEP))
     results = tmp_path / "results"
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    run = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "sweep", str(config), "--results", str(results)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    run = numsweep("sweep", write_sweep(tmp_path, SWEEP), "--results", results)
     assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]  # one trial failed
     assert "3 trials, 1 failed" in run.stdout
 

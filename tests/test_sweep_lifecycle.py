@@ -4,17 +4,11 @@ the Parquet parts without changing their content."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import optuna
 import polars as pl
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.sweep_runs import numsweep, write_sweep
 
 SWEEP = {
     "experiment": "life",
@@ -37,25 +31,12 @@ SWEEP = {
 }
 
 
-def numsweep(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-
-
 @pytest.mark.slow
 def test_concurrency_extend_status_compact(tmp_path):
-    config = tmp_path / "sweep.yaml"
-    config.write_text(yaml.safe_dump(SWEEP))
+    config = write_sweep(tmp_path, SWEEP)
     results = tmp_path / "results"
 
-    run = numsweep("sweep", str(config), "--results", str(results))
+    run = numsweep("sweep", config, "--results", results)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "2 trial(s) at a time" in run.stdout
     trials = pl.read_parquet(results / "trials" / "experiment=life" / "*.parquet")
