@@ -2,6 +2,7 @@
 `ray start --block` process with its own resources and Ray temp dir, all on 127.0.0.1, the
 dashboard (which serves `ray job submit`) on 127.0.0.1 only, and Ray's token authentication on
 with a token made for this cluster. For trying numsweep's cluster path, and for its tests.
+Needs the project's venv (Ray) active; stdlib only otherwise.
 
     python cluster/local.py start      [--dir D] [--workers N] [--cpus C] [--gpus G] [--head-cpus C]
     python cluster/local.py stop       [--dir D]          every node, then any straggler, by pid
@@ -19,11 +20,8 @@ D/env.sh; `source D/env.sh` sets what a client needs: RAY_ADDRESS (the GCS, for
 `python -m orchestrator sweep`), RAY_API_SERVER_ADDRESS (the job server, for `ray job submit`),
 RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH=D/auth_token.
 
-Only this cluster's processes are ever signalled, found by pid: a node's `ray start` process, its
-process group and descendants, and any process whose command line or stdout/stderr lies in the
-node's Ray temp dir (Ray's worker processes write their output there, so they are found even
-when orphaned). `ray stop` is not used: it stops every Ray process of the machine, whoever
-started it.
+Only this cluster's processes are ever signalled, found by pid (see `cluster_pids`). `ray stop`
+is not used: it stops every Ray process of the machine, whoever started it.
 
 Loopback only: Ray 2.60 rewrites 127.0.0.1 to the host's routable address unless
 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, and with that setting its CLI refuses to start a worker
@@ -54,9 +52,11 @@ LOOPBACK_FLAG = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 MARK_CLUSTER = "NUMSWEEP_LOCAL_CLUSTER"
 MARK_NODE = "NUMSWEEP_LOCAL_NODE"
 START_TIMEOUT_S = 120.0
-# A SIGTERMed node drains first (Ray waits up to RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S, 30 s by
-# default, for its work to finish); after this long its remaining processes are SIGKILLed.
-STOP_GRACE_S = 45.0
+# A SIGTERMed node drains first: no new work, and running work gets this long (Ray's
+# RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S, 30 s by default, unless the environment sets it); what
+# is left of the node STOP_AFTER_DRAIN_S after that is SIGKILLed.
+DRAIN_S = 10
+STOP_AFTER_DRAIN_S = 30.0
 # Each node's object store: Ray's default is 30% of memory per node, and all nodes share one
 # machine here.
 OBJECT_STORE_BYTES = 512 * 2**20
@@ -98,19 +98,35 @@ class Cluster:
             "RAY_ADDRESS": f"{LOOPBACK}:{self.state['gcs_port']}",
             "RAY_API_SERVER_ADDRESS": f"http://{LOOPBACK}:{self.state['dashboard_port']}",
             "RAY_AUTH_MODE": "token",
-            "RAY_AUTH_TOKEN_PATH": str(self.dir / "auth_token"),
+            "RAY_AUTH_TOKEN_PATH": str(self.token),
             LOOPBACK_FLAG: "0",
         }
 
+    @property
+    def token(self) -> Path:
+        return self.dir / "auth_token"
+
     def node_env(self, name: str) -> dict[str, str]:
         """The environment of a node's `ray start`, and so of every Ray process and job on it."""
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS",)}
-        env.update(self.client_env())
-        del env["RAY_ADDRESS"], env["RAY_API_SERVER_ADDRESS"]
-        env.update({MARK_CLUSTER: str(self.dir), MARK_NODE: name, "RAY_USAGE_STATS_ENABLED": "0"})
-        # A busy machine (all nodes share its cores) can take longer than Ray's 30 s to
-        # register a raylet; give it time rather than fail the node.
+        # RAY_AUTH_TOKEN would take precedence over this cluster's token file; RAY_ADDRESS would
+        # point the node elsewhere.
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_TOKEN", "RAY_ADDRESS")}
+        env.update(
+            {
+                LOOPBACK_FLAG: "0",
+                "RAY_AUTH_MODE": "token",
+                "RAY_AUTH_TOKEN_PATH": str(self.token),
+                "RAY_USAGE_STATS_ENABLED": "0",
+                MARK_CLUSTER: str(self.dir),
+                MARK_NODE: name,
+            }
+        )
+        # A busy machine (all nodes share its cores) can take longer than Ray's 30 s to register
+        # a raylet; give it time rather than fail the node.
         env.setdefault("RAY_raylet_start_wait_time_s", "120")
+        # A SIGTERMed node is drained (no new work; running work gets this long) before it
+        # stops: Ray's default is 30 s, longer than a local cluster needs.
+        env.setdefault("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", str(DRAIN_S))
         return env
 
 
@@ -126,7 +142,7 @@ def _read(path: str) -> bytes | None:
 
 
 def _process_table() -> dict[int, dict]:
-    """Every readable process: ppid, pgid, command line, environment, stdout/stderr targets."""
+    """Every live, readable process: ppid, pgid, environment, stdout/stderr targets."""
     table: dict[int, dict] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -137,6 +153,8 @@ def _process_table() -> dict[int, dict]:
             continue
         # The command name (field 2) may hold spaces and parentheses: split after its last ")".
         fields = stat[stat.rindex(b")") + 2 :].split()
+        if fields[0] in (b"Z", b"X"):
+            continue  # exited (a zombie until its parent reaps it): nothing left to stop
         outputs = []
         for fd in (1, 2):
             with contextlib.suppress(OSError):
@@ -144,9 +162,6 @@ def _process_table() -> dict[int, dict]:
         table[pid] = {
             "ppid": int(fields[1]),
             "pgid": int(fields[2]),
-            "cmdline": (_read(f"/proc/{pid}/cmdline") or b"").replace(b"\0", b" ").decode(
-                errors="replace"
-            ),
             "environ": set((_read(f"/proc/{pid}/environ") or b"").split(b"\0")),
             "outputs": outputs,
         }
@@ -162,23 +177,27 @@ def _ancestors(table: dict[int, dict], pid: int) -> set[int]:
 
 
 def cluster_pids(cluster: Cluster, node: str | None = None) -> set[int]:
-    """Live processes of the cluster (or of one node), never this process or its ancestors."""
+    """Live processes of the cluster (or of one node), never this process or its ancestors.
+
+    A node's processes: its `ray start` process, that process group and all descendants (Ray's
+    daemons, worker processes and the jobs they run); and, so that orphans are found too, any
+    process whose environment carries the node's marks (Ray's daemons) or whose stdout or stderr
+    is a file in the node's Ray temp dir (Ray's worker processes, whose environment Ray
+    overwrites with their process title)."""
     table = _process_table()
     names = [node] if node else list(cluster.nodes)
     members: set[int] = set()
     for name in names:
         root = cluster.nodes.get(name, {}).get("pid")
-        temp = str(cluster.temp_dir(name)) + "/"
+        temp = f"{cluster.temp_dir(name)}/"
         marks = {f"{MARK_CLUSTER}={cluster.dir}".encode(), f"{MARK_NODE}={name}".encode()}
         for pid, info in table.items():
             if (
                 (root is not None and root in (pid, info["pgid"]))
-                or temp in info["cmdline"]
-                or any(out.startswith(temp) for out in info["outputs"])
                 or marks <= info["environ"]
+                or any(out.startswith(temp) for out in info["outputs"])
             ):
                 members.add(pid)
-    # Descendants of members (a job's driver and what it starts) are members too.
     grew = True
     while grew:
         grew = False
@@ -303,7 +322,7 @@ def start_cluster(cluster: Cluster, workers: int, cpus: int, gpus: int, head_cpu
         raise ClusterError(f"a cluster already runs in {cluster.dir}")
     cluster.dir.mkdir(parents=True, exist_ok=True)
     cluster.dir.chmod(0o700)
-    token = cluster.dir / "auth_token"
+    token = cluster.token
     if not token.exists():
         # Ray's own token format (`ray get-auth-token --generate`): 256 random bits, hex.
         token.touch(mode=0o600)
@@ -336,6 +355,7 @@ def start_cluster(cluster: Cluster, workers: int, cpus: int, gpus: int, head_cpu
     env = cluster.client_env()
     (cluster.dir / "env.sh").write_text(
         f"# Reach the local cluster in {cluster.dir}: source this file.\n"
+        "unset RAY_AUTH_TOKEN  # it would take precedence over this cluster's token file\n"
         + "".join(f"export {k}={v}\n" for k, v in env.items())
     )
     print(
@@ -348,15 +368,23 @@ def start_cluster(cluster: Cluster, workers: int, cpus: int, gpus: int, head_cpu
 # ---- stopping -----------------------------------------------------------------------------
 
 
-def stop_node(cluster: Cluster, name: str, *, force: bool = False) -> None:
+def _grace_s() -> float:
+    drain = float(os.environ.get("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", DRAIN_S))
+    return drain + STOP_AFTER_DRAIN_S
+
+
+def stop_node(
+    cluster: Cluster, name: str, *, force: bool = False, grace: float | None = None
+) -> None:
     """Stop one node: SIGTERM its `ray start` (a graceful drain), or with `force` SIGKILL all its
-    processes at once; either way SIGKILL whatever is left after the grace period."""
+    processes at once; either way SIGKILL whatever is left after `grace` seconds."""
+    grace = _grace_s() if grace is None else grace
     pid = cluster.nodes.get(name, {}).get("pid")
     if force:
         _signal(cluster_pids(cluster, name), signal.SIGKILL)
     elif _alive(pid):
         _signal([pid], signal.SIGTERM)
-    left = _wait_gone(cluster, name, 10.0 if force else STOP_GRACE_S)
+    left = _wait_gone(cluster, name, min(grace, 10.0) if force else grace)
     if left:
         print(f"local.py: {name}: SIGKILL {sorted(left)} after the grace period", file=sys.stderr)
         _signal(left, signal.SIGKILL)
@@ -472,7 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 state = "running" if _alive(node.get("pid")) else "stopped"
                 print(f"{name}: pid {node.get('pid')} {state}  ({' '.join(node.get('args', []))})")
             if "gcs_port" in cluster.state:
-                env = {**os.environ, **cluster.client_env()}
+                env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_TOKEN"}
+                env.update(cluster.client_env())
                 ray_status = [sys.executable, "-m", "ray.scripts.scripts", "status"]
                 subprocess.run(ray_status, env=env, check=False, timeout=60)
     except ClusterError as err:

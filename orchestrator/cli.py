@@ -58,7 +58,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _results_root(value: str) -> str:
-    return value if "://" in value else str(Path(value).expanduser().resolve())
+    """The results root as an absolute path (or the URI as given), checked to be usable before
+    anything starts: UsageError names it when it cannot be written; nothing is created here."""
+    if "://" in value:
+        import pyarrow.fs as pafs
+
+        try:
+            pafs.FileSystem.from_uri(value)
+        except Exception as err:  # pyarrow raises several types for a bad or unreachable URI
+            raise UsageError(f"--results {value}: not a usable filesystem URI: {err}") from err
+        return value
+    if not Path(value).is_absolute() and os.environ.get("RAY_ADDRESS"):
+        print(
+            f"warning: --results {value} is relative: inside `ray job submit` it lands in the "
+            "job's temporary copy of the project; give an absolute path on shared storage",
+            file=sys.stderr,
+        )
+    root = Path(value).expanduser().resolve()
+    existing = root
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"--results {value}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--results {value}: {existing} is not writable")
+    return str(root)
 
 
 def stored_sweep(root: str, experiment: str) -> SweepConfig | None:

@@ -149,3 +149,21 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path, capsys):
     assert "  del: samples alpha, decay_base" in out
     assert "1 worker(s) x 1 CPU" in out and "trial(s) at a time" in out
     assert not results.exists()
+
+
+def test_unusable_results_root_exits_2_and_writes_nothing(tmp_path, capsys):
+    path = write(tmp_path, {"experiment": "x"})
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    assert main(["sweep", str(path), "--results", str(blocker / "results")]) == 2
+    assert f"{blocker} is a file, not a directory" in capsys.readouterr().err
+    assert blocker.read_text() == "not a directory"
+
+
+def test_conflicting_zero_stage_is_an_error():
+    from trainables.config import TrainConfig
+    from trainables.deepspeed_config import deepspeed_config
+
+    train = TrainConfig(zero_stage=2, deepspeed_config={"zero_optimization": {"stage": 3}})
+    with pytest.raises(ValueError, match=r"zero_optimization.stage=3 but train.zero_stage=2"):
+        deepspeed_config(train, world_size=1)

@@ -41,6 +41,12 @@ def deepspeed_config(train: TrainConfig, world_size: int) -> dict[str, Any]:
             f"train.deepspeed_config sets {', '.join(clash)}: numsweep derives these from "
             "train.micro_batch_size, train.grad_accum and the cosine schedule"
         )
+    user_stage = (user.get("zero_optimization") or {}).get("stage", train.zero_stage)
+    if user_stage != train.zero_stage:
+        raise ValueError(
+            f"train.deepspeed_config sets zero_optimization.stage={user_stage} but "
+            f"train.zero_stage={train.zero_stage}: set train.zero_stage"
+        )
     zero: dict[str, Any] = {"stage": train.zero_stage}
     if train.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu"}
