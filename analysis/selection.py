@@ -9,7 +9,7 @@ from typing import Literal
 
 import polars as pl
 
-from analysis.directions import direction
+from analysis.metric_registry import direction
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,6 @@
 """Reading a results store (schema version 1) with polars: lazy scans of the long metrics table,
-deduplication, and the current state of every trial.
-
-Layout under the results root RESULTS:
-    metrics/experiment=<E>/part-*.parquet   trial_id, attempt, step, metric, value, ts
-    trials/experiment=<E>/part-*.parquet    one row per trial state change (config columns too)
-    experiments/<E>/manifest.json           not needed here
+deduplication, and the current state of every trial. The store's layout, schemas, row keys and
+trial-state rule are `analysis.results`; this module applies them to local part files.
 
 Every command goes through `open_store` (which lists the part files and checks their footers, so a
 part still being written by a running sweep is skipped with a note instead of failing the read),
@@ -19,15 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+
+from analysis import results
+from analysis.results import METRIC_KEY, METRIC_VERSION, STATUSES
 
 METRICS_SCHEMA: dict[str, pl.DataType] = {
-    "trial_id": pl.String(),
-    # int32 on disk; read as int64 so parts written with a wider type still scan together.
-    "attempt": pl.Int64(),
-    "step": pl.Int64(),
-    "metric": pl.String(),
-    "value": pl.Float64(),
-    "ts": pl.Datetime("us", "UTC"),
+    # Integers are read as int64 so that parts written with a wider type still scan together.
+    name: pl.Int64() if dtype.is_integer() else dtype
+    for name, dtype in pl.from_arrow(
+        # no rows, the Arrow types (pa.nulls: pyarrow's Python-object paths would import pandas)
+        pa.Table.from_arrays(
+            [pa.nulls(0, f.type) for f in results.METRICS_SCHEMA], schema=results.METRICS_SCHEMA
+        )
+    ).schema.items()
 }
 """The metrics table as analysis reads it (`experiment` comes from the partition folder)."""
 
@@ -37,13 +38,10 @@ _CAST = pl.ScanCastOptions(
     datetime_cast=["nanosecond-downcast", "millisecond-upcast", "convert-timezone"],
 )
 
-STATE_COLUMNS: frozenset[str] = frozenset({"trial_id", "status", "start", "end", "error", "ts"})
-"""Trials-table columns that describe a trial's state, not its configuration."""
+STATE_COLUMNS: frozenset[str] = results.STATE_COLUMNS | {results.STARTS}
+"""Columns of a `load_trials` frame that describe a trial's state, not its configuration."""
 
-STATUSES: tuple[str, ...] = ("PENDING", "RUNNING", "TERMINATED", "ERROR")
-"""Trial states the sweep writes."""
-
-KEY = ("experiment", "trial_id", "step", "metric")
+KEY = ("experiment", *METRIC_KEY)
 """One analysed value per key."""
 
 
@@ -68,9 +66,9 @@ def _experiment_dirs(folder: Path) -> dict[str, Path]:
     if not folder.is_dir():
         return {}
     return {
-        d.name.split("=", 1)[1]: d
+        d.name.removeprefix(results.PARTITION): d
         for d in sorted(folder.iterdir())
-        if d.is_dir() and d.name.startswith("experiment=")
+        if d.is_dir() and d.name.startswith(results.PARTITION)
     }
 
 
@@ -81,7 +79,7 @@ def _readable_parts(
     check and is left out (and mentioned) rather than breaking the whole scan. A readable part
     without the `required` columns is an error naming the file."""
     parts = []
-    for path in sorted(folder.glob("part-*.parquet")):
+    for path in sorted(folder.glob(f"{results.PART_PREFIX}*{results.PART_SUFFIX}")):
         try:
             schema = pl.read_parquet_schema(path)
         except Exception as err:  # polars raises several error types for a torn file
@@ -101,8 +99,7 @@ def open_store(root: str | Path, experiments: Sequence[str] | None = None) -> St
         raise ResultsError(f"results directory {root} does not exist")
     if not root.is_dir():
         raise ResultsError(f"results path {root} is not a directory")
-    metric_dirs = _experiment_dirs(root / "metrics")
-    trial_dirs = _experiment_dirs(root / "trials")
+    metric_dirs, trial_dirs = (_experiment_dirs(root / table) for table in results.TABLES)
     found = sorted(set(metric_dirs) | set(trial_dirs))
     if not found:
         raise ResultsError(
@@ -152,12 +149,13 @@ def scan_metrics(store: Store, metrics: Collection[str] | None = None) -> pl.Laz
 
 
 def latest_rows(raw: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per (experiment, trial_id, step, metric): the highest attempt, and within it the
-    latest write (a restored sweep may re-write a row; a retried trial re-reports steps).
+    """One row per (experiment, trial_id, step, metric): the row greatest in METRIC_VERSION (the
+    highest attempt, within it the latest write; a restored sweep may re-write a row, a retried
+    trial re-reports steps).
 
     Columns: experiment, trial_id, step, metric, value.
     """
-    return raw.group_by(list(KEY)).agg(pl.col("value").sort_by(["attempt", "ts"]).last())
+    return raw.group_by(list(KEY)).agg(pl.col("value").sort_by(list(METRIC_VERSION)).last())
 
 
 def metric_names(store: Store) -> list[str]:
@@ -209,10 +207,9 @@ def _read_trial_parts(store: Store) -> pl.DataFrame | None:
 
 
 def load_trials(store: Store) -> pl.DataFrame:
-    """The current state of every trial: one row per (experiment, trial_id).
-
-    State columns (status, start, end, error, ts) come from the latest row by ts; configuration
-    columns from the latest row where they are set (a state-change row may leave them empty).
+    """The current state of every trial: one row per (experiment, trial_id), by the store's
+    trial-state rule (`analysis.results.trial_states`: state from the latest row, configuration
+    from the latest row that sets it, `starts` counting the trial's starts).
     Empty frame (with experiment, trial_id, status columns) when no trial has been written yet.
     """
     df = _read_trial_parts(store)
@@ -221,14 +218,7 @@ def load_trials(store: Store) -> pl.DataFrame:
             schema={"experiment": pl.String(), "trial_id": pl.String(), "status": pl.String()}
         )
     df = df.with_columns(pl.col("ts").cast(pl.Datetime("us", "UTC")))
-    state = [c for c in df.columns if c in STATE_COLUMNS and c != "trial_id"]
-    config = [c for c in df.columns if c not in STATE_COLUMNS and c != "experiment"]
-    return (
-        df.sort("ts")
-        .group_by(["experiment", "trial_id"], maintain_order=True)
-        .agg([pl.col(c).last() for c in state] + [pl.col(c).drop_nulls().last() for c in config])
-        .sort(["experiment", "trial_id"])
-    )
+    return results.trial_states(df)
 
 
 def config_columns(trials: pl.DataFrame) -> list[str]:
@@ -263,7 +253,6 @@ def current_trials(
         if status in statuses:
             continue
         hint = {
-            "PENDING": " (not started)",
             "RUNNING": " (not finished; add RUNNING to --status to see their latest values)",
             "ERROR": " (failed part-way; add ERROR to --status to include them)",
         }.get(status, "")

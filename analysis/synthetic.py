@@ -22,10 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.schema import METRICS_SCHEMA, TRIALS_SCHEMA
+from analysis.results import METRICS_SCHEMA, TRIAL_COLUMNS
 
-TRIALS_TYPES: dict[str, pa.DataType] = {field.name: field.type for field in TRIALS_SCHEMA}
-"""Types of the trials table's known columns; unknown (later) columns get Arrow's inferred type."""
+TRIALS_TYPES: dict[str, pa.DataType] = {field.name: field.type for field in TRIAL_COLUMNS}
+"""Types of the trials table's fixed columns; other columns (the loss parameters) get Arrow's
+inferred type."""
 
 EPOCH = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
 """Timestamps of generated stores count from here."""

@@ -1,6 +1,6 @@
 """Command line: `numsweep {sweep,extend,status,compact}` (also `python -m orchestrator …`).
 
-    numsweep sweep CONFIG [KEY=VALUE …] [--results DIR] [--name E] [--dry-run]
+    numsweep sweep CONFIG [KEY=VALUE …] [--results DIR] [--name E] [--dry-run]   (any order)
     numsweep extend E --trials N [--results DIR]
     numsweep status E [--results DIR]
     numsweep compact E [--results DIR]
@@ -87,7 +87,7 @@ def _results_root(value: str) -> str:
 
 def stored_sweep(root: str, experiment: str) -> SweepConfig | None:
     """The sweep config an experiment was started with (from its manifest), if it exists."""
-    from orchestrator.parquet_sink import ResultsStore
+    from analysis.results import ResultsStore
 
     manifest = ResultsStore(root, experiment).read_manifest()
     return None if manifest is None else SweepConfig.model_validate(manifest["config"])
@@ -120,8 +120,7 @@ def _diff_keys(old: object, new: object, prefix: str = "") -> list[str]:
 
 def _plan(sweep: SweepConfig, max_concurrent: int, capacity: dict[str, float]) -> str:
     from orchestrator.driver import tune_runs
-    from orchestrator.search_space import grid_arms
-    from trainables.losses import LOSSES
+    from orchestrator.search_space import grid_arms, searched_params
 
     lines = [f"experiment {sweep.experiment}: mode {sweep.mode}"]
     if sweep.mode == "grid":
@@ -134,8 +133,11 @@ def _plan(sweep: SweepConfig, max_concurrent: int, capacity: dict[str, float]) -
                 f"Tune run {run.name}: {run.num_trials} Optuna trials over {', '.join(run.losses)}"
             )
         for loss in sweep.search.losses:
-            sampled = [p for p in sweep.search.space if p == "lr" or p in LOSSES[loss].hyperparams]
-            lines.append(f"  {loss}: samples {', '.join(sampled) or 'nothing'}")
+            searched = searched_params(sweep.search, (loss,))
+            sampled = ", ".join(
+                f"{p.name} [{p.low:g}, {p.high:g}]" + (" log" if p.log else "") for p in searched
+            )
+            lines.append(f"  {loss}: samples {sampled or 'nothing'}")
         objectives = ", ".join(f"{o.mode} {o.metric}" for o in sweep.search.objectives)
         lines.append(f"objectives: {objectives}; sampler {sweep.search.sampler}")
     r = sweep.resources
@@ -163,6 +165,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError, OSError) as err:
         raise UsageError(f"{args.config}: {err}") from err
     print(f"numsweep: {sweep.experiment}: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
+    digits = checks["digit tokens"] == "yes"
 
     if args.dry_run:
         capacity = _dry_run_capacity(args.address)
@@ -178,7 +181,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     verb = "resuming" if resume else "starting"
     print(f"numsweep: {verb}; Ray ({how}), {max_concurrent} trial(s) at a time, results in {root}")
     outcome = run_sweep(sweep, root, max_concurrent=max_concurrent)
-    return _finish(root, sweep.experiment, outcome.n_trials, outcome.n_errors)
+    return _finish(root, sweep, outcome.n_trials, outcome.n_errors, digits)
 
 
 def _concurrency_or_usage(sweep: SweepConfig, capacity: dict[str, float]) -> int:
@@ -203,14 +206,31 @@ def _dry_run_capacity(address: str | None) -> dict[str, float]:
     return {"CPU": float(os.cpu_count() or 1), "GPU": float(torch.cuda.device_count())}
 
 
-def _finish(root: str, experiment: str, n_trials: int, n_errors: int) -> int:
-    from analysis.__main__ import main as analysis_main
-
-    print()
+def summary_metrics(sweep: SweepConfig, available: list[str], digits: bool = True) -> list[str]:
+    """The held-out metrics the end-of-sweep table shows: of what the metric registry says this
+    sweep reports, the test split's headline metrics and gen/macc, where they were written."""
     from analysis.metric_names import HELD_OUT_LEAVES
+    from analysis.metric_registry import MACC
+    from orchestrator.objectives import reported_metrics
 
-    metrics = [f"eval/test/{m}" for m in HELD_OUT_LEAVES] + ["gen/macc"]
-    analysis_main(["ablation", root, "--experiment", experiment, "--metric", ",".join(metrics)])
+    reported = set(reported_metrics(sweep, digits)) & set(available)
+    wanted = [f"eval/test/{leaf}" for leaf in HELD_OUT_LEAVES] + [MACC]
+    return [m for m in wanted if m in reported]
+
+
+def _finish(root: str, sweep: SweepConfig, n_trials: int, n_errors: int, digits: bool) -> int:
+    from analysis.__main__ import main as analysis_main
+    from analysis.store import ResultsError, metric_names, open_store
+
+    experiment = sweep.experiment
+    print()
+    try:
+        available = metric_names(open_store(root, [experiment]))
+    except ResultsError:  # nothing written at all (every trial failed at once)
+        available = []
+    metrics = summary_metrics(sweep, available, digits)
+    if metrics:
+        analysis_main(["ablation", root, "--experiment", experiment, "--metric", ",".join(metrics)])
     print(
         f"\n{n_trials} trials, {n_errors} failed. Results: {root}\n"
         "Next:\n"
@@ -231,7 +251,8 @@ def cmd_extend(args: argparse.Namespace) -> int:
         raise UsageError(f"experiment {args.experiment!r} is a grid; only searches can be extended")
     if args.trials < 1:
         raise UsageError(f"--trials must be >= 1, got {args.trials}")
-    from orchestrator.driver import ExperimentPaths, run_sweep, tune_runs
+    from analysis.results import ExperimentPaths
+    from orchestrator.driver import run_sweep, tune_runs
     from orchestrator.local_ray import cluster_capacity, connect
 
     index = _next_extension(ExperimentPaths(root, sweep.experiment), sweep)
@@ -240,7 +261,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
     max_concurrent = _concurrency_or_usage(sweep, cluster_capacity())
     print(f"numsweep: extending {sweep.experiment} by {args.trials} trial(s); Ray ({how})")
     outcome = run_sweep(sweep, root, max_concurrent=max_concurrent, runs=runs)
-    return _finish(root, sweep.experiment, outcome.n_trials, outcome.n_errors)
+    return _finish(root, sweep, outcome.n_trials, outcome.n_errors, digits=True)
 
 
 def _next_extension(paths, sweep: SweepConfig) -> int:
@@ -269,13 +290,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from orchestrator.parquet_sink import ResultsStore
+    from analysis.results import TABLES, ResultsStore
 
     root = _results_root(args.results)
     store = ResultsStore(root, args.experiment)
     if store.read_manifest() is None:
         raise UsageError(f"no experiment {args.experiment!r} under {root}")
-    for table in ("metrics", "trials"):
+    for table in TABLES:
         before, rows = store.compact(table)
         print(f"{table}: {before} part(s) -> 1, {rows} rows")
     return 0
@@ -284,8 +305,22 @@ def cmd_compact(args: argparse.Namespace) -> int:
 COMMANDS = {"sweep": cmd_sweep, "extend": cmd_extend, "status": cmd_status, "compact": cmd_compact}
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line; a sweep's KEY=VALUE overrides may come anywhere after the file
+    (before, between or after the flags)."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "sweep":
+        overrides = [a for a in rest if "=" in a and not a.startswith("-")]
+        args.overrides = [*args.overrides, *overrides]
+        rest = [a for a in rest if a not in overrides]
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except (SweepFileError, UsageError) as err:

@@ -22,19 +22,20 @@ from ray import tune
 from ray.train.torch import TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
 
-from analysis.schema import SCHEMA_VERSION
-from orchestrator.parquet_sink import ParquetSink, ResultsStore
-from orchestrator.search_space import define_by_run, grid_arms, trial_config
+from analysis.results import SCHEMA_VERSION, ExperimentPaths, ResultsStore
+from orchestrator.parquet_sink import ParquetSink
+from orchestrator.search_space import (
+    define_by_run,
+    enqueue_params,
+    grid_arms,
+    trial_config,
+    trial_params,
+)
 from orchestrator.sweep_file import SweepConfig
 
 # The Tune trial itself only waits on its Train run: no CPU, a token of memory (Tune refuses an
 # empty resource request). The workers' resources are requested by the TorchTrainer.
 DRIVER_RESOURCES = {"cpu": 0, "memory": 2**27}
-
-
-def trial_params(tune_config: dict[str, Any]) -> dict[str, Any]:
-    """A Tune trial's parameters: a grid arm, or Optuna's flat suggestions."""
-    return dict(tune_config["arm"]) if "arm" in tune_config else dict(tune_config)
 
 
 class NonFiniteLossError(RuntimeError):
@@ -125,36 +126,6 @@ def manifest(sweep: SweepConfig) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class ExperimentPaths:
-    """Where an experiment keeps its state under a results root (a path or a URI)."""
-
-    root: str
-    experiment: str
-
-    @property
-    def directory(self) -> str:
-        return f"{self.root.rstrip('/')}/experiments/{self.experiment}"
-
-    @property
-    def ray_storage(self) -> str:
-        """Ray Tune and Ray Train storage (trial state, checkpoints)."""
-        return f"{self.directory}/ray"
-
-    @property
-    def is_local(self) -> bool:
-        return "://" not in self.root or self.root.startswith("file://")
-
-    def default_study_storage(self) -> str:
-        if not self.is_local:
-            raise ValueError(
-                f"search.storage: the results root {self.root} is remote; give an RDB URL or a "
-                "journal file for the Optuna study"
-            )
-        local = self.directory.removeprefix("file://")
-        return f"sqlite:///{local}/optuna.db"
-
-
 def study_storage(sweep: SweepConfig, paths: ExperimentPaths):
     """The Optuna storage object of a search sweep (SQLite by default, persistent)."""
     import optuna
@@ -235,12 +206,7 @@ def build_searcher(sweep: SweepConfig, run: TuneRun, storage):
         )
         for point in search.enqueue:
             if point.get("loss", run.losses[0]) in run.losses:
-                params = (
-                    dict(point)
-                    if len(run.losses) > 1
-                    else {k: v for k, v in point.items() if k != "loss"}
-                )
-                study.enqueue_trial(params, skip_if_exists=True)
+                study.enqueue_trial(enqueue_params(point, run.losses), skip_if_exists=True)
     return ReportedOnlyOptunaSearch(
         space=define_by_run(sweep, run.losses),
         metric=metrics[0] if len(metrics) == 1 else metrics,

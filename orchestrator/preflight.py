@@ -1,37 +1,45 @@
-"""Checks that run before anything is launched: the model's tokenizer against every loss of the
-sweep, and the data sources. A failure here is the user's input, reported with exit code 2."""
+"""Checks that run before anything is launched: the model's tokenizer (and, for a pretrained
+model, its config; never its weights) against every loss of the sweep, the objective metrics
+against what that tokenizer lets the trials report, and the data sources. A failure here is the
+user's input, reported with exit code 2."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from orchestrator.objectives import check_metrics, sweep_losses
 from orchestrator.sweep_file import SweepConfig
 from trainables.data import mathgen
 from trainables.data.benchmarks import load_benchmark
-from trainables.trial_inputs import check_tokenizer_for_loss, load_tokenizer
-
-
-def sweep_losses(sweep: SweepConfig) -> list[str]:
-    return list(sweep.search.losses if sweep.mode == "search" else sweep.grid.losses)
+from trainables.trial_inputs import check_tokenizer_for_loss, load_tokenizer_and_config
 
 
 def preflight(sweep: SweepConfig) -> dict[str, str]:
-    """Validate model, tokenizer and data for `sweep`; return a short description of each.
+    """Validate model, tokenizer and data for `sweep`; return a short description of each
+    (`digit tokens`: yes when the tokenizer has single-digit tokens, so digit metrics exist).
 
     Raises ValueError (or FileNotFoundError) naming what is wrong."""
     trial = sweep.trial
-    tokenizer = load_tokenizer(trial.model, trial.cache_dir)
-    for loss in sweep_losses(sweep):
-        check_tokenizer_for_loss(tokenizer, loss)
+    tokenizer, config = load_tokenizer_and_config(trial.model, trial.cache_dir)
+    vocabs = [check_tokenizer_for_loss(tokenizer, loss) for loss in sweep_losses(sweep)]
+    digits = vocabs[0] is not None  # the same tokenizer for every loss
+    check_metrics(sweep, digits)
     data = trial.data
     if data.source == "mathgen":
         # One problem per module proves every module name is valid and the generator runs.
         mathgen.generate(data.modules, len(data.modules), "train", sweep.seed)
-        if data.n_extra:
-            mathgen.generate(data.modules, 1, "extrapolate", sweep.seed)
+    elif data.path is None or not Path(data.path).is_file():
+        raise FileNotFoundError(f"data.path: instruction file {data.path} does not exist")
+    if data.n_extra:
+        mathgen.generate(data.modules, 1, "extrapolate", sweep.seed)
     for name, path in data.benchmarks.items():
         load_benchmark(name, path)
-    model = trial.model.preset or trial.model.path
+    model = str(trial.model.preset or trial.model.path)
+    if config is not None:
+        model += f" ({config.model_type}, config only: weights are loaded by the workers)"
     return {
-        "model": str(model),
+        "model": model,
         "tokenizer": f"{type(tokenizer).__name__} ({len(tokenizer)} tokens)",
+        "digit tokens": "yes" if digits else "no",
         "data": data.source if data.source == "mathgen" else str(data.path),
     }

@@ -3,13 +3,16 @@
     experiment: demo                  # results go under <results>/…/experiment=demo
     mode: search                      # search (Optuna) or grid
     trial: {model: …, data: …, train: …, eval: …}   # the base TrialConfig of every trial
-    search: {num_trials: 4, losses: [mle, del], space: {alpha: {low: 0.01, high: 1, log: true}}}
+    search: {num_trials: 4, losses: [mle, del], space: {del.alpha: {low: 0.01, high: 1, log: true}}}
     grid: {losses: [mle, del], seeds: [0, 1, 2], presets: [tiny, xs], params: {del: {alpha: 0.01}}}
     resources: {workers_per_trial: 1, cpus_per_worker: 1, max_concurrent_trials: 2}
 
 `load_sweep(path, overrides)` reads the file, applies dotted command-line overrides
-(`train.lr=3e-4` is short for `trial.train.lr=3e-4`; `search.num_trials=64`), and validates it.
-Errors name the file and the key (`SweepFileError`). Field docstrings are the docs.
+(`train.lr=3e-4` is short for `trial.train.lr=3e-4`; `search.num_trials=64`), and validates it:
+the structure here, the loss parameters against each loss's parameter model
+(`orchestrator.search_space`), the objective and early-stopping metrics against the metric
+registry (`orchestrator.objectives`). Errors name the file and the key (`SweepFileError`).
+Field docstrings are the docs.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from orchestrator.objectives import check_metrics
+from orchestrator.search_space import check_grid, check_search
 from trainables.config import TrialConfig
 from trainables.losses import LOSSES
 
@@ -52,7 +57,7 @@ class Range(_Strict):
 
 class Objective(_Strict):
     metric: str = "eval/test/digit_acc"
-    """A reported metric (see the README's metric list)."""
+    """A metric this sweep reports (`analysis.metric_registry`; checked before anything runs)."""
     mode: Literal["max", "min"] = "max"
 
 
@@ -62,15 +67,19 @@ class SearchConfig(_Strict):
     losses: list[str] = Field(default_factory=lambda: ["mle", "ntl_was", "dist2", "del"])
     """Losses to choose from (a categorical parameter when more than one)."""
     space: dict[str, Range] = Field(default_factory=dict)
-    """Ranges of loss hyper-parameters (alpha, decay_base, lam, eta, tau) and of `lr`. A loss
-    hyper-parameter is sampled only in trials whose loss takes it; the others keep defaults."""
+    """Ranges to sample: `<loss>.<param>` (e.g. `del.alpha`) for that loss's parameter, a bare
+    `<param>` (e.g. `alpha`) for every loss in `losses` that takes it (each its own Optuna
+    parameter `<loss>.<param>`; a qualified key wins), and `lr`. A parameter is sampled only in
+    trials of its loss; the others keep their defaults. Every range must lie inside what the
+    loss's parameter model allows."""
     objectives: list[Objective] = Field(default_factory=lambda: [Objective()])
     """What Optuna optimises (the last reported value of each trial)."""
     sampler: Literal["tpe", "random"] = "tpe"
     sampler_seed: int = 0
     enqueue: list[dict[str, float | str | bool]] = Field(default_factory=list)
-    """Trials Optuna runs first, e.g. one per loss ([{loss: mle}, {loss: del}]); parameters a
-    trial does not give are sampled. Only when the study is new (not on resume or extend)."""
+    """Trials Optuna runs first, e.g. one per loss ([{loss: mle}, {loss: del, alpha: 0.01}]),
+    with plain parameter names; each given parameter must be searched, the others are sampled.
+    Only when the study is new (not on resume or extend)."""
     per_loss: bool = False
     """Run one Optuna study per loss (each `num_trials` trials) instead of one over all losses."""
     storage: str | None = None
@@ -92,6 +101,7 @@ class EarlyStopping(_Strict):
     """ASHA: stop the worse trials early at rungs of the reported step."""
 
     metric: str = "eval/test/ce"
+    """A metric this sweep reports (checked like the objectives)."""
     mode: Literal["max", "min"] = "min"
     grace_period: int = Field(1, ge=1)
     """Reports a trial makes before it can be stopped."""
@@ -126,7 +136,7 @@ class SweepConfig(_Strict):
     """ASHA early stopping; null (the default) runs every trial to the end."""
 
     @model_validator(mode="after")
-    def _losses_and_params(self) -> SweepConfig:
+    def _losses_params_metrics(self) -> SweepConfig:
         losses = self.search.losses if self.mode == "search" else self.grid.losses
         if not losses:
             raise ValueError(f"{self.mode}.losses: give at least one loss")
@@ -136,31 +146,10 @@ class SweepConfig(_Strict):
                     f"{self.mode}.losses: unknown loss {name!r}; known: {', '.join(LOSSES)}"
                 )
         if self.mode == "search":
-            for i, point in enumerate(self.search.enqueue):
-                loss = point.get("loss", losses[0] if len(losses) == 1 else None)
-                if loss not in losses:
-                    raise ValueError(f"search.enqueue[{i}].loss: give one of {', '.join(losses)}")
-                for param in point:
-                    if param not in ("loss", "lr") and param not in LOSSES[str(loss)].hyperparams:
-                        raise ValueError(
-                            f"search.enqueue[{i}].{param}: loss {loss!r} does not take {param!r}"
-                        )
-            for param in self.search.space:
-                if param != "lr" and not any(param in LOSSES[n].hyperparams for n in losses):
-                    raise ValueError(
-                        f"search.space.{param}: no loss in search.losses takes {param!r}"
-                    )
+            check_search(self.search)
         else:
-            for name, params in self.grid.params.items():
-                if name not in losses:
-                    raise ValueError(f"grid.params.{name}: {name!r} is not in grid.losses")
-                for param in params:
-                    if param not in LOSSES[name].hyperparams:
-                        takes = ", ".join(LOSSES[name].hyperparams) or "no parameters"
-                        raise ValueError(
-                            f"grid.params.{name}.{param}: loss {name!r} does not take {param!r} "
-                            f"(it takes: {takes})"
-                        )
+            check_grid(self.grid)
+        check_metrics(self)
         return self
 
 
@@ -173,6 +162,9 @@ def apply_override(data: dict[str, Any], dotted: str) -> None:
     parts = key.strip().split(".")
     if parts[0] in TrialConfig.model_fields and parts[0] not in SweepConfig.model_fields:
         parts = ["trial", *parts]
+    if parts[:2] == ["search", "space"] and len(parts) > 3 and parts[2] in LOSSES:
+        # search.space.del.alpha.low=…: `del.alpha` is one key of search.space
+        parts = [*parts[:2], f"{parts[2]}.{parts[3]}", *parts[4:]]
     node = data
     for part in parts[:-1]:
         child = node.setdefault(part, {})
@@ -185,6 +177,10 @@ def apply_override(data: dict[str, Any], dotted: str) -> None:
 def _describe(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
+        if not e["loc"] and e["type"] == "value_error":
+            # a check across sections: its message starts with the key it is about
+            lines.append(f"  {e['msg'].removeprefix('Value error, ')}")
+            continue
         where = ".".join(str(p) for p in e["loc"]) or "(top level)"
         lines.append(f"  {where}: {e['msg']}")
     return "\n".join(lines)

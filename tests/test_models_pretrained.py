@@ -11,7 +11,11 @@ import torch
 from trainables.data.batching import encode_records
 from trainables.data.records import Record
 from trainables.models.presets import build_model
-from trainables.models.pretrained import load_pretrained, smollm2_gguf_path
+from trainables.models.pretrained import (
+    load_pretrained,
+    load_pretrained_tokenizer,
+    smollm2_gguf_path,
+)
 from trainables.models.tokenizer import build_digit_tokenizer
 
 PROMPT = "What is 12 + 30?\nAnswer: "
@@ -45,6 +49,11 @@ def test_local_directory_round_trip(saved_tiny, tmp_path: Path) -> None:
     with torch.no_grad():
         torch.testing.assert_close(loaded(ids).logits, model(ids).logits, rtol=0, atol=0)
     assert list(tmp_path.iterdir()) == []  # nothing to convert for a plain directory
+    # what preflight reads instead: the same tokenizer, and the config, without the weights
+    checked, config = load_pretrained_tokenizer(str(directory), cache_dir=tmp_path)
+    assert checked(PROMPT)["input_ids"] == loaded_tokenizer(PROMPT)["input_ids"]
+    assert checked.pad_token_id == loaded_tokenizer.pad_token_id
+    assert config.to_dict() == loaded.config.to_dict()
 
 
 def test_missing_model_path_is_named(tmp_path: Path) -> None:
@@ -116,6 +125,13 @@ def test_smollm2_gguf_conversion(tmp_path: Path) -> None:
     ids = tokenizer(PROMPT, return_tensors="pt")["input_ids"]
     with torch.no_grad():
         torch.testing.assert_close(model(ids).logits, reference(ids).logits, rtol=1e-5, atol=1e-5)
+
+    # Preflight's tokenizer and config (no weights), read from the converted copy.
+    checked, config = load_pretrained_tokenizer(
+        str(gguf.parent), gguf_file=gguf.name, cache_dir=tmp_path
+    )
+    assert checked(PROMPT)["input_ids"] == tokenizer(PROMPT)["input_ids"]
+    assert config.vocab_size == 49152 and config.hidden_size == 576
 
     # The second load comes from the cache (same directory, same weights).
     again, _ = load_pretrained(str(gguf.parent), gguf_file=gguf.name, cache_dir=tmp_path)

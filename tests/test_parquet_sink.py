@@ -7,7 +7,8 @@ import polars as pl
 import pytest
 from ray.tune.experiment import Trial
 
-from orchestrator.parquet_sink import METRICS_SCHEMA, ParquetSink, ResultsStore
+from analysis.results import METRICS_SCHEMA, ResultsStore
+from orchestrator.parquet_sink import ParquetSink
 from orchestrator.search_space import trial_config
 from orchestrator.sweep_file import SweepConfig
 
@@ -52,10 +53,11 @@ def test_rows_buffered_then_written_as_immutable_parts(tmp_path):
     assert (row["loss"], row["alpha"], row["decay_base"], row["seed"], row["model"]) == (
         "del",
         0.1,
-        None,
+        1.02,  # the default the trial ran with
         0,
         "tiny",
     )
+    assert row["tau"] is None and row["lam"] is None  # not parameters of del
     assert row["start"] is not None and row["end"] is not None
     assert not list(tmp_path.rglob(".*.tmp"))
 

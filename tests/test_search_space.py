@@ -15,10 +15,16 @@ from orchestrator.driver import (
     study_storage,
     tune_runs,
 )
-from orchestrator.search_space import define_by_run, grid_arms, trial_config
+from orchestrator.search_space import (
+    define_by_run,
+    enqueue_params,
+    grid_arms,
+    trial_config,
+    trial_params,
+)
 from orchestrator.sweep_file import SweepConfig
 from trainables.config import TrialConfig
-from trainables.losses import LOSSES
+from trainables.losses import LOSSES, loss_params
 
 ALL_LOSSES = list(LOSSES)
 SPACE = {
@@ -46,16 +52,54 @@ def test_parameters_are_sampled_only_for_losses_that_take_them():
         params = trial.params
         loss = params["loss"]
         seen.add(loss)
-        for name in ("alpha", "decay_base", "lam", "eta"):
-            assert (name in params) == (name in LOSSES[loss].hyperparams), (loss, params)
-        assert "lr" in params
+        # exactly the searched parameters of this trial's loss, each under its loss's name
+        searched = {f"{loss}.{p}" for p in loss_params(loss) if p in SPACE}
+        assert set(params) == {"loss", "lr", *searched}, (loss, params)
         low, high = SPACE["alpha"]["low"], SPACE["alpha"]["high"]
-        assert "alpha" not in params or low <= params["alpha"] <= high
+        assert all(low <= v <= high for k, v in params.items() if k.endswith(".alpha"))
+        plain = trial_params(params)
+        assert set(plain) == {"loss", "lr", *(k.split(".")[1] for k in searched)}
         study.tell(trial, 0.0)
     assert seen == set(ALL_LOSSES)
-    assert {k: k in LOSSES["del"].hyperparams for k in ("alpha", "decay_base")} == {
-        "alpha": True,
-        "decay_base": True,
+
+
+def test_each_loss_has_its_own_alpha():
+    """One `alpha` range in the sweep file is three Optuna parameters for ntl_was, dist2 and del
+    (their sensible scales differ 30x; TPE must not pool them); a qualified key overrides the
+    shorthand for its loss."""
+    sweep = search_sweep(
+        losses=["ntl_was", "dist2", "del"],
+        space={
+            "alpha": {"low": 0.01, "high": 1.0, "log": True},
+            "del.alpha": {"low": 1e-3, "high": 0.05},
+        },
+    )
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    space = define_by_run(sweep)
+    distributions = {}
+    for _ in range(30):
+        trial = study.ask()
+        space(trial)
+        distributions.update(trial.distributions)
+        study.tell(trial, 0.0)
+    assert set(distributions) == {"loss", "ntl_was.alpha", "dist2.alpha", "del.alpha"}
+    assert distributions["ntl_was.alpha"] == optuna.distributions.FloatDistribution(
+        0.01, 1.0, log=True
+    )
+    assert distributions["del.alpha"] == optuna.distributions.FloatDistribution(1e-3, 0.05)
+
+
+def test_enqueued_trials_are_translated_to_qualified_names():
+    assert enqueue_params({"loss": "del", "alpha": 0.01, "lr": 1e-3}, ("mle", "del")) == {
+        "loss": "del",
+        "del.alpha": 0.01,
+        "lr": 1e-3,
+    }
+    assert enqueue_params({"loss": "del", "alpha": 0.01}, ("del",)) == {"del.alpha": 0.01}
+    assert trial_params({"loss": "del", "del.alpha": 0.01, "lr": 1e-3}) == {
+        "loss": "del",
+        "alpha": 0.01,
+        "lr": 1e-3,
     }
 
 
@@ -64,7 +108,7 @@ def test_space_is_picklable_and_a_single_loss_is_a_constant():
     again = pickle.loads(pickle.dumps(space))
     trial = optuna.create_study().ask()
     assert again(trial) == {"loss": "del"}
-    assert set(trial.params) == {"alpha"}
+    assert set(trial.params) == {"del.alpha"}
 
 
 def test_grid_arms_are_the_cartesian_product():
@@ -89,14 +133,19 @@ def test_grid_arms_are_the_cartesian_product():
     }
     assert all(a.get("alpha") == (0.05 if a["loss"] == "del" else None) for a in arms)
     config = TrialConfig.model_validate(trial_config(sweep, arms[-1], "trial-1"))
-    assert config.loss.name == "del" and config.loss.params == {"alpha": 0.05}
+    # the given parameter, and the defaults of the others: what the trial runs with
+    assert config.loss.name == "del"
+    assert config.loss.params == {"alpha": 0.05, "decay_base": 1.02, "distance": False}
     assert config.seed == 2 and config.model.preset == "xs" and config.trial_id == "trial-1"
 
 
 def test_trial_config_takes_loss_params_seed_and_lr():
     sweep = search_sweep()
     cfg = trial_config(sweep, {"loss": "del", "alpha": 0.2, "decay_base": 1.1, "lr": 1e-3}, "abc")
-    assert cfg["loss"] == {"name": "del", "params": {"alpha": 0.2, "decay_base": 1.1}}
+    assert cfg["loss"] == {
+        "name": "del",
+        "params": {"alpha": 0.2, "decay_base": 1.1, "distance": False},
+    }
     assert cfg["train"]["lr"] == 1e-3 and cfg["seed"] == 0 and cfg["experiment"] == "t"
 
 
@@ -131,7 +180,7 @@ def test_persistent_study_with_enqueued_trials(tmp_path):
     # Optuna keeps a queued trial's parameters as "fixed_params" until it is asked for.
     queued = study.get_trials(states=[optuna.trial.TrialState.WAITING])
     waiting = [t.system_attrs["fixed_params"] for t in queued]
-    assert waiting == [{"loss": "mle"}, {"loss": "del", "alpha": 0.5}]
+    assert waiting == [{"loss": "mle"}, {"loss": "del", "del.alpha": 0.5}]
     # Building the searcher again (resume, extend) does not queue them twice.
     build_searcher(sweep, run, study_storage(sweep, paths))
     assert len(optuna.load_study(study_name="t", storage=storage).trials) == 2

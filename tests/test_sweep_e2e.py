@@ -10,6 +10,7 @@ import sys
 import polars as pl
 import pytest
 
+from analysis.metric_registry import family
 from tests.sweep_runs import ROOT, numsweep, write_sweep
 
 SWEEP = {
@@ -71,6 +72,20 @@ def test_sweep_writes_complete_parquet(sweep_run):
         dupes = rows.group_by(["attempt", "step", "metric"]).len().filter(pl.col("len") > 1)
         assert dupes.height == 0
     assert all(math.isfinite(v) for v in metrics["value"].to_list())
+    # every name a worker reported is in the registry the sweep file is checked against
+    unregistered = [m for m in metrics["metric"].unique().to_list() if family(m) is None]
+    assert unregistered == []
+    losses = dict(latest.select("trial_id", "loss").iter_rows())
+    for (trial_id,), rows in metrics.group_by("trial_id"):
+        names = set(rows["metric"])
+        # every part of the trial's loss is logged, and only those: del has aux, mle has none
+        assert ("train/aux" in names) == (losses[trial_id] == "del"), trial_id
+        seen = rows.filter(pl.col("metric") == "train/tokens_seen").sort("step")
+        assert seen["step"].to_list() == [0, 3, 6]
+        values = seen["value"].to_list()
+        # 0 at step 0, then 3 steps of 8 sequences each: at least 24 tokens a step
+        assert values[0] == 0 and values[1] >= 3 * 8 * 3 and values[2] > values[1]
+        assert values[2] - values[1] == pytest.approx(values[1], rel=0.5)
 
     final = metrics.filter(pl.col("step") == 6)
     for (trial_id,), rows in final.group_by("trial_id"):

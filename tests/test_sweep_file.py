@@ -63,6 +63,31 @@ def write(tmp_path: Path, data: dict) -> Path:
             "search.enqueue[0].decay_base",
             "does not take",
         ),
+        (
+            {"search": {"losses": ["del"], "space": {"mle.alpha": {"low": 0.1, "high": 1}}}},
+            "search.space.mle.alpha",
+            "loss 'mle' is not in search.losses",
+        ),
+        (
+            {"search": {"losses": ["mle", "del"], "space": {"del.eta": {"low": 0.1, "high": 1}}}},
+            "search.space.del.eta",
+            "loss 'del' does not take 'eta'",
+        ),
+        (
+            {"search": {"losses": ["del"], "space": {"distance": {"low": 0, "high": 1}}}},
+            "search.space.distance",
+            "del.distance is a flag",
+        ),
+        (
+            {"search": {"losses": ["del"], "enqueue": [{"loss": "del", "alpha": 0.01}]}},
+            "search.enqueue[0].alpha",
+            "del.alpha is not searched",
+        ),
+        (
+            {"mode": "grid", "grid": {"losses": ["del"], "params": {"del": {"distance": 1}}}},
+            "grid.params.del.distance",
+            "del.distance allows true or false",
+        ),
         ({"resources": {"workers_per_trial": 0}}, "resources.workers_per_trial", "greater than"),
         ({"experiment": "a/b"}, "experiment", "pattern"),
     ],
@@ -73,6 +98,17 @@ def test_bad_sweep_files_name_file_and_key(tmp_path, data, key, message):
         load_sweep(path)
     text = str(err.value)
     assert str(path) in text and key in text and message in text, text
+
+
+def test_the_readme_sweep_examples_validate():
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    examples = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", readme, re.S)]
+    sweeps = [e for e in examples if isinstance(e, dict) and "mode" in e]
+    assert len(sweeps) >= 2
+    for example in sweeps:
+        SweepConfig.model_validate(example)
 
 
 def test_not_yaml_and_missing_file(tmp_path):
@@ -90,6 +126,9 @@ def test_dotted_overrides(tmp_path):
     assert sweep.trial.train.lr == 3e-4
     assert sweep.search.num_trials == 64
     assert sweep.trial.data.n_train == 10
+    # a qualified search-space key is one key, though it has a dot
+    sweep = load_sweep(path, ["search.space.del.alpha={low: 0.001, high: 0.1, log: true}"])
+    assert sweep.search.space["del.alpha"].high == 0.1 and sweep.search.space["del.alpha"].log
     with pytest.raises(SweepFileError, match="KEY=VALUE"):
         apply_override({}, "train.lr")
     with pytest.raises(SweepFileError, match=r"trial.train.nope"):
@@ -146,7 +185,8 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Tune run demo: 4 Optuna trials over mle, ntl_was, dist2, del" in out
     assert "  mle: samples nothing" in out
-    assert "  del: samples alpha, decay_base" in out
+    assert "  del: samples del.alpha [0.01, 1] log, del.decay_base [1, 1.5]" in out
+    assert "  ntl_was: samples ntl_was.alpha [0.01, 1] log" in out
     assert "1 worker(s) x 1 CPU" in out and "trial(s) at a time" in out
     assert not results.exists()
 

@@ -39,6 +39,9 @@ def test_concurrency_extend_status_compact(tmp_path):
     run = numsweep("sweep", config, "--results", results)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "2 trial(s) at a time" in run.stdout
+    # generation is off: the final summary asks only for what the sweep reported
+    assert "unknown metric" not in run.stdout + run.stderr
+    assert "| mle |" in run.stdout and "2 trials, 0 failed" in run.stdout
     trials = pl.read_parquet(results / "trials" / "experiment=life" / "*.parquet")
     done = trials.filter(pl.col("status") == "TERMINATED")
     assert done.height == 2

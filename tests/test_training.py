@@ -72,11 +72,42 @@ def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, ray_loca
     parallel = run(tmp_path, "dp", workers=2, grad_accum=1, zero_stage=2)[-1]
     zero3 = run(tmp_path, "zero3", workers=2, grad_accum=1, zero_stage=3)[-1]
     assert accumulated["step"] == parallel["step"] == zero3["step"] == 6
-    for key in ("train/loss", "train/ce", "train/aux", "eval/test/ce", "eval/test/digit_entropy"):
+    for key in (
+        "train/loss",
+        "train/ce",
+        "train/aux",
+        "train/tokens_seen",
+        "eval/test/ce",
+        "eval/test/digit_entropy",
+    ):
         # Token means over the global batch: the same numbers up to float summation order.
         assert parallel[key] == pytest.approx(accumulated[key], rel=1e-4), key
         assert zero3[key] == pytest.approx(parallel[key], rel=1e-4), key
     assert parallel["eval/test/ce"] < 5.5  # it trained: ln(512) = 6.24 at initialisation
+    # Tokens seen: every non-padding input token of the 6 global batches, counted here from the
+    # examples' lengths in the data order every rank follows.
+    from trainables.config import TrialConfig
+    from trainables.data_order import micro_batch_indices
+    from trainables.trial_inputs import load_splits, load_tokenizer
+
+    cfg = TrialConfig.model_validate({**BASE, "cache_dir": str(tmp_path / "c")})
+    train = load_splits(cfg, load_tokenizer(cfg.model, cfg.cache_dir)).train
+    expected = sum(
+        len(train[i]["input_ids"])
+        for step in range(6)
+        for micro in range(2)
+        for i in micro_batch_indices(
+            seed=cfg.seed,
+            n_examples=len(train),
+            step=step,
+            micro=micro,
+            rank=0,
+            world_size=1,
+            micro_batch_size=8,
+            grad_accum=2,
+        )
+    )
+    assert accumulated["train/tokens_seen"] == expected
 
 
 @pytest.mark.slow
@@ -102,11 +133,13 @@ def test_tiny_fine_tune_improves_held_out_digit_accuracy(tmp_path, ray_local):
 
 
 def test_emo_cost_embedding_is_a_frozen_copy():
+    from trainables.losses import LOSSES
     from trainables.models.presets import build_model
-    from trainables.worker import emo_cost_embedding
 
     model = build_model("tiny", 300, 0, pad_token_id=0, bos_token_id=1, eos_token_id=2)
-    cost = emo_cost_embedding(model)
+    # The worker calls every loss's hook; only EMO takes something from the model.
+    assert all(LOSSES[n].model_inputs(model) == {} for n in LOSSES if n != "emo")
+    cost = LOSSES["emo"].model_inputs(model)["cost_embedding"]
     head = model.get_output_embeddings().weight
     assert torch.equal(cost, head) and not cost.requires_grad
     assert cost.data_ptr() != head.data_ptr()

@@ -110,8 +110,17 @@ class EvalConfig(_Strict):
 class LossConfig(_Strict):
     name: str = "mle"
     """A loss in `trainables.losses.LOSSES`."""
-    params: dict[str, float | bool] = Field(default_factory=dict)
-    """Its hyper-parameters (alpha, decay_base, lam, eta, tau, distance)."""
+    params: dict[str, float | int | bool] = Field(default_factory=dict)
+    """Its hyper-parameters, as its parameter model (`Params` in the loss's file) allows; the
+    others keep their defaults."""
+
+    @model_validator(mode="after")
+    def _known(self) -> LossConfig:
+        from trainables.losses import loss_class
+        from trainables.losses.params import validate_params
+
+        validate_params(self.name, loss_class(self.name).Params, self.params)
+        return self
 
 
 class TrialConfig(_Strict):
@@ -126,3 +135,20 @@ class TrialConfig(_Strict):
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
+
+
+def held_out_benchmark(data: DataConfig) -> str:
+    """The generation benchmark name of the held-out problems: `mathgen` for generated data,
+    `held_out` for an instruction file's held-out records."""
+    return "mathgen" if data.source == "mathgen" else "held_out"
+
+
+def evaluation_names(config: TrialConfig) -> tuple[list[str], list[str]]:
+    """(teacher-forced splits, generation benchmarks) a trial of `config` evaluates: the keys of
+    `trial_inputs.load_splits`' `eval_examples` and `generation`, known without loading anything."""
+    data, generate = config.data, config.eval.generate_examples
+    splits = ["test"] + (["extra"] if data.n_extra else [])
+    benchmarks = [held_out_benchmark(data)] if generate else []
+    if generate and data.n_extra:
+        benchmarks.append("mathgen_extra")
+    return splits, benchmarks + list(data.benchmarks)

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from trainables.config import DataConfig, ModelConfig, TrialConfig
+from trainables.config import DataConfig, ModelConfig, TrialConfig, held_out_benchmark
 from trainables.data import mathgen
 from trainables.data.batching import encode_records
 from trainables.data.benchmarks import load_benchmark
@@ -20,7 +20,12 @@ from trainables.data.instructions import load_instructions
 from trainables.data.records import Record
 from trainables.losses import LOSSES, NumberVocab
 from trainables.models.presets import build_model
-from trainables.models.pretrained import load_pretrained, load_smollm2
+from trainables.models.pretrained import (
+    load_pretrained,
+    load_pretrained_tokenizer,
+    load_smollm2,
+    smollm2_tokenizer,
+)
 from trainables.models.tokenizer import build_digit_tokenizer
 
 # Seed of the shared from-scratch tokenizer: fixed, so all trials of a sweep share one tokenizer
@@ -31,12 +36,23 @@ SMOLLM2 = "smollm2"
 
 
 def load_tokenizer(model: ModelConfig, cache_dir: str | Path) -> Any:
-    """The trial's tokenizer (cheap for presets; loads the model files for pretrained models)."""
+    """The trial's tokenizer (a pretrained model's without loading its weights)."""
+    return load_tokenizer_and_config(model, cache_dir)[0]
+
+
+def load_tokenizer_and_config(model: ModelConfig, cache_dir: str | Path) -> tuple[Any, Any]:
+    """The trial's tokenizer and, for a pretrained model, its Hugging Face config (None for a
+    preset): what the checks before a sweep need, never the weights."""
     if model.preset is not None:
-        return build_digit_tokenizer(
+        tokenizer = build_digit_tokenizer(
             model.vocab_size, Path(cache_dir) / "tokenizers", TOKENIZER_SEED
         )
-    return load_model_and_tokenizer(model, cache_dir, seed=0)[1]
+        return tokenizer, None
+    assert model.path is not None
+    models = Path(cache_dir) / "models"  # where load_model_and_tokenizer converts GGUF files
+    if model.path == SMOLLM2:
+        return smollm2_tokenizer(models)
+    return load_pretrained_tokenizer(model.path, gguf_file=model.gguf_file, cache_dir=models)
 
 
 def load_model_and_tokenizer(
@@ -114,9 +130,8 @@ def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
     if not splits.train:
         raise ValueError("no training example fits data.max_length")
     splits.eval_examples["test"] = encode_records(tokenizer, test, data.max_length, chat)
-    generated = "mathgen" if data.source == "mathgen" else "held_out"
     if config.eval.generate_examples:
-        splits.generation[generated] = test[: config.eval.generate_examples]
+        splits.generation[held_out_benchmark(data)] = test[: config.eval.generate_examples]
     if data.n_extra:
         extra = mathgen.generate(data.modules, data.n_extra, "extrapolate", seed)
         splits.eval_examples["extra"] = encode_records(tokenizer, extra, data.max_length, chat)

@@ -30,6 +30,7 @@ import deepspeed
 import ray.train
 import torch.distributed as dist
 
+from analysis import metric_registry as names
 from trainables.config import TrialConfig
 from trainables.data.batching import collate
 from trainables.data_order import micro_batch_indices
@@ -61,14 +62,6 @@ def _peak_memory_mb(device: torch.device) -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-
-
-def emo_cost_embedding(model: torch.nn.Module, zero3: bool = False) -> torch.Tensor:
-    """EMO's transport cost: a frozen copy (V, d) of the output embedding as it is now, at the
-    start of training; training the model does not move it."""
-    weight = model.get_output_embeddings().weight
-    with deepspeed.zero.GatheredParameters([weight], enabled=zero3):
-        return weight.detach().clone().requires_grad_(False)
 
 
 def _quiet_report_log() -> None:
@@ -103,10 +96,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         hf_ds_config = HfDeepSpeedConfig(ds_config)  # noqa: F841  (must stay alive)
     model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed)
     vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
-    params: dict[str, Any] = dict(cfg.loss.params)
-    if "cost_embedding" in LOSSES[cfg.loss.name].required_inputs:
-        params["cost_embedding"] = emo_cost_embedding(model, zero3).to(device)
-    loss_fn = build_loss(cfg.loss.name, vocab, **params)
+    # What the loss takes from the model (EMO: a frozen copy of the output embedding), now,
+    # before training moves the weights.
+    inputs = LOSSES[cfg.loss.name].model_inputs(model, zero3=zero3)
+    loss_fn = build_loss(cfg.loss.name, vocab, **cfg.loss.params, **inputs)
     splits = load_splits(cfg, tokenizer)
     sizes = count_parameters(model)
 
@@ -128,6 +121,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     )
 
     start_step = 0
+    tokens_seen = 0.0  # non-padding input tokens trained on, all micro-batches and ranks
     resumed_metrics: dict[str, Any] | None = None
     checkpoint = ray.train.get_checkpoint()
     if checkpoint is not None:
@@ -136,6 +130,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 return  # stopped for a non-finite loss: that outcome is final
             _, client_state = engine.load_checkpoint(directory, tag=CHECKPOINT_TAG)
         start_step = int(client_state["step"])
+        tokens_seen = float(client_state["tokens_seen"])
         resumed_metrics = client_state["metrics"]
 
     def evaluate(step: int, final: bool) -> dict[str, float]:
@@ -151,7 +146,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 rank=rank,
                 world_size=world_size,
             )
-            metrics.update({f"eval/{split}/{k}": v for k, v in scores.items()})
+            metrics.update({names.eval_metric(split, k): v for k, v in scores.items()})
         every = cfg.eval.generate_every
         if splits.generation and (final or (every and step % every == 0)):
             accuracies = []
@@ -170,9 +165,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                     world_size=world_size,
                 )
                 scores = score_generation(benchmark, records, texts)
-                metrics.update({f"gen/{benchmark}/{k}": v for k, v in scores.items()})
+                metrics.update({names.gen_metric(benchmark, k): v for k, v in scores.items()})
                 accuracies.append(scores["exact_match"])
-            metrics["gen/macc"] = sum(accuracies) / len(accuracies)
+            metrics[names.MACC] = sum(accuracies) / len(accuracies)
         return metrics
 
     def report(step: int, metrics: dict[str, float], save: bool) -> None:
@@ -185,7 +180,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         with tempfile.TemporaryDirectory() as directory:
             # Every rank writes its own ZeRO shard; Ray Train merges them into one checkpoint.
             # The metrics travel with the checkpoint: see the resume below.
-            state = {"step": step, "metrics": metrics}
+            state = {"step": step, "metrics": metrics, "tokens_seen": tokens_seen}
             engine.save_checkpoint(directory, tag=CHECKPOINT_TAG, client_state=state)
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
 
@@ -196,21 +191,15 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         ray.train.report(resumed_metrics)
     if start_step == 0:
         first = {
-            "model/params_total": sizes["total"],
-            "model/params_non_embedding": sizes["non_embedding"],
+            names.PARAMS_TOTAL: sizes["total"],
+            names.PARAMS_NON_EMBEDDING: sizes["non_embedding"],
+            names.TOKENS_SEEN: 0.0,
         }
         report(0, {**first, **evaluate(0, final=False)}, save=False)
 
     # ---- training --------------------------------------------------------------------------
-    sums = {
-        "loss": 0.0,
-        "ce": 0.0,
-        "aux": 0.0,
-        "tokens": 0.0,
-        "steps": 0.0,
-        "time": 0.0,
-        "norm": 0.0,
-    }
+    sums = {"loss": 0.0, "tokens": 0.0, "steps": 0.0, "time": 0.0, "norm": 0.0}
+    part_sums = dict.fromkeys(loss_fn.parts, 0.0)  # train/<part> for every part of the loss
     for step in range(start_step, train.steps):
         began = time.perf_counter()
         micro_batches = []
@@ -230,15 +219,17 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         # Global token / digit counts of this step, so each micro-batch's loss is its share of
         # the token mean over the whole global batch (identical normalisation for every loss).
         local = [target_counts(b["labels"], vocab) for b in micro_batches]
-        n_tokens, n_digits = _sum_across_ranks(
+        n_tokens, n_digits, n_inputs = _sum_across_ranks(
             [
                 float(sum(c["n_tokens"] for c in local)),
                 float(sum(c.get("n_digits", 0) for c in local)),
+                float(sum(b["attention_mask"].sum() for b in micro_batches)),
             ],
             device,
         )
         normalizer = {"n_tokens": n_tokens, "n_digits": n_digits}
-        step_loss = step_ce = step_aux = 0.0
+        step_loss = 0.0
+        step_parts = dict.fromkeys(loss_fn.parts, 0.0)
         for batch in micro_batches:
             logits = engine(
                 input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
@@ -249,9 +240,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             engine.backward(out.loss * world_size, scale_wrt_gas=False)
             engine.step()
             step_loss += float(out.loss.detach())
-            step_ce += float(out.parts["ce"])
-            step_aux += float(out.parts.get("aux", 0.0))
-        step_loss, step_ce, step_aux = _sum_across_ranks([step_loss, step_ce, step_aux], device)
+            for part, value in out.parts.items():
+                step_parts[part] += float(value)  # contributions: they sum to the step's value
+        step_loss, *part_values = _sum_across_ranks([step_loss, *step_parts.values()], device)
         if not math.isfinite(step_loss):
             # Stop cleanly (raising would make Ray Train retry from the last checkpoint, which
             # fails the same way): a marker checkpoint carries the reason to the Tune driver,
@@ -266,9 +257,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             return
         norm = engine.get_global_grad_norm()
         sums["loss"] += step_loss
-        sums["ce"] += step_ce
-        sums["aux"] += step_aux
+        for part, value in zip(part_sums, part_values, strict=True):
+            part_sums[part] += value
         sums["tokens"] += n_tokens
+        tokens_seen += n_inputs
         sums["steps"] += 1
         sums["time"] += time.perf_counter() - began
         sums["norm"] += float(norm) if norm is not None else float("nan")
@@ -278,16 +270,17 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         if done % cfg.eval.every == 0 or final:
             n = sums["steps"]
             metrics = {
-                "train/loss": sums["loss"] / n,
-                "train/ce": sums["ce"] / n,
-                "train/aux": sums["aux"] / n,
-                "train/lr": scheduler.get_last_lr()[0],
-                "train/grad_norm": sums["norm"] / n,
-                "perf/tokens_per_s": sums["tokens"] / sums["time"],
-                "perf/step_time_s": sums["time"] / n,
-                "perf/peak_mem_mb": _peak_memory_mb(device),
+                names.TRAIN_LOSS: sums["loss"] / n,
+                **{names.train_metric(part): total / n for part, total in part_sums.items()},
+                names.TRAIN_LR: scheduler.get_last_lr()[0],
+                names.TRAIN_GRAD_NORM: sums["norm"] / n,
+                names.TOKENS_SEEN: tokens_seen,
+                names.TOKENS_PER_S: sums["tokens"] / sums["time"],
+                names.STEP_TIME_S: sums["time"] / n,
+                names.PEAK_MEM_MB: _peak_memory_mb(device),
                 **evaluate(done, final),
             }
             save = final or bool(train.checkpoint_every and done % train.checkpoint_every == 0)
             report(done, metrics, save)
             sums = dict.fromkeys(sums, 0.0)
+            part_sums = dict.fromkeys(part_sums, 0.0)

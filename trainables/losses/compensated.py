@@ -10,18 +10,19 @@ CE + lam · log C: the gradient flows through each Q_e; the ranks are computed w
 
 Under a `normalizer` the CE term is exact over the global batch; C is nonlinear in the batch,
 so each batch adds lam · (its tokens / global tokens) · its own log C, i.e. the token-weighted
-mean of the per-batch log C.
+mean of the per-batch log C. The parts log_confidence, error_entropy and self_alignment are
+weighted the same way, so each part summed over micro-batches and ranks is that token-weighted
+mean (without a normalizer: this batch's own values).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
-
 import torch
+from pydantic import Field
 
-from trainables.losses.contract import Batch, HyperParam, LossOutput, TokenLoss
+from trainables.losses.contract import Batch, LossOutput, TokenLoss
 from trainables.losses.cross_entropy import token_nll
+from trainables.losses.params import LossParams
 
 # Rows per chunk when counting the tokens ranked above the target: the (rows, V) comparison
 # and its count are temporaries of up to about 2**26 elements, whatever the vocabulary.
@@ -47,16 +48,19 @@ def rank_based_error(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
     )
 
 
+class CompensatedParams(LossParams):
+    lam: float = Field(0.5, gt=0, lt=1)
+    """weight λ of log C"""
+
+
 class CompensatedLoss(TokenLoss):
     name = "compensated"
-    hyperparams: ClassVar[Mapping[str, HyperParam]] = {
-        "lam": HyperParam(
-            0.5, low=0.0, high=1.0, low_open=True, high_open=True, doc="weight of log C"
-        ),
-    }
+    Params = CompensatedParams
+    parts = ("ce", "log_confidence", "error_entropy", "self_alignment")
+    definition = "CE + λ·log C from the CE decomposition of the batch"
 
     def forward(self, batch: Batch) -> LossOutput:
-        lam = float(self.params["lam"])
+        lam = float(self.params.lam)
         targets = batch.flat_targets.clamp_min(0)  # (N,)
         nll, _ = token_nll(batch.logits, batch.flat_targets)  # (N,), 0 at ignored rows
         ranks = rank_based_error(batch.logits, targets)  # (N,) in [0, V)
@@ -89,10 +93,11 @@ class CompensatedLoss(TokenLoss):
             log_q = log_terms - log_c  # (V,) log q_e = log Q_e − log C
             error_entropy = -(p * log_p).sum()
             self_alignment = torch.where(occupied, p * (log_p - log_q), torch.zeros_like(p)).sum()
+        share = share.detach()
         parts = {
             "ce": ce.detach(),
-            "log_confidence": log_c.detach(),
-            "error_entropy": error_entropy,
-            "self_alignment": self_alignment,
+            "log_confidence": share * log_c.detach(),
+            "error_entropy": share * error_entropy,
+            "self_alignment": share * self_alignment,
         }
         return LossOutput(loss=loss, parts=parts, n_tokens=batch.n_tokens)

@@ -16,14 +16,15 @@ rank) and each mean becomes this batch's *contribution* sum / N (resp. sum / D):
 `loss` (and `parts`) over the micro-batches and ranks then gives exactly the token mean over
 the global batch. "n_digits" is only needed by digit losses. A count of 0 gives a term of 0.
 
-Each loss class declares its hyper-parameters (`hyperparams`: name -> `HyperParam` with
-default and valid range), the non-tunable inputs it requires (`required_inputs`, e.g. EMO's
-`cost_embedding`) and whether it needs digit tokens (`needs_digits`).
+Each loss class declares its hyper-parameters once, as a pydantic model (`Params`, a
+`params.LossParams` with defaults, allowed ranges and a docstring per field), the names of the
+parts it returns (`parts`), a one-line `definition` (the README's loss table), the non-tunable
+inputs it requires (`required_inputs`) and how it takes them from the model (`model_inputs`,
+e.g. EMO's frozen `cost_embedding`), and whether it needs digit tokens (`needs_digits`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 
 from trainables.losses.cross_entropy import compute_dtype, token_nll, with_gradient
 from trainables.losses.digits import digit_values
+from trainables.losses.params import LossParams, validate_params
 from trainables.losses.vocab import NumberVocab
 
 IGNORE_INDEX = -100
@@ -44,8 +46,10 @@ class LossOutput:
     """What a loss returns.
 
     loss: differentiable 0-dim tensor (compute dtype).
-    parts: named, detached 0-dim tensors, always "ce" (the token cross-entropy, with the same
-        denominator as `loss`); digit losses add "aux" (their auxiliary term before alpha).
+    parts: named, detached 0-dim tensors, exactly the loss class's `parts`: always "ce" (the
+        token cross-entropy, with the same denominator as `loss`); digit losses add "aux" (their
+        auxiliary term before alpha). Every part is this batch's contribution, like `loss`:
+        under a global `normalizer` the sum over micro-batches and ranks is the step's value.
     n_tokens: 0-dim long tensor, non-ignored shifted positions in this batch.
     n_digits: 0-dim long tensor, positions whose target is a digit (digit losses; else None).
     """
@@ -54,48 +58,6 @@ class LossOutput:
     parts: dict[str, torch.Tensor]
     n_tokens: torch.Tensor
     n_digits: torch.Tensor | None = None
-
-
-@dataclass(frozen=True)
-class HyperParam:
-    """One hyper-parameter of a loss: its default and its valid range.
-
-    A bool default makes a flag; otherwise the value is a float in [low, high], with
-    `low_open` / `high_open` excluding the bound. None means unbounded on that side.
-    """
-
-    default: float | bool
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    doc: str = ""
-
-    @property
-    def is_flag(self) -> bool:
-        return isinstance(self.default, bool)
-
-    def validate(self, loss_name: str, name: str, value: Any) -> float | bool:
-        """Return the value as a float (or bool), or raise ValueError naming loss and parameter."""
-        where = f"loss {loss_name!r}: parameter {name!r}"
-        if self.is_flag:
-            if not isinstance(value, bool):
-                raise ValueError(f"{where} must be a bool, got {value!r}")
-            return value
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"{where} must be a number, got {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ValueError(f"{where} must be finite, got {value!r}")
-        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
-            raise ValueError(
-                f"{where} must be {'>' if self.low_open else '>='} {self.low}, got {value}"
-            )
-        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
-            raise ValueError(
-                f"{where} must be {'<' if self.high_open else '<='} {self.high}, got {value}"
-            )
-        return value
 
 
 @dataclass(frozen=True)
@@ -141,12 +103,15 @@ def target_counts(
 class TokenLoss:
     """Base of every loss: checks inputs, shifts labels, counts tokens, returns LossOutput.
 
-    Subclasses set `name`, `hyperparams`, `needs_digits`, `required_inputs` and implement
-    `forward(batch) -> LossOutput`; the validated hyper-parameter values are in `self.params`.
+    Subclasses set `name`, `Params`, `parts`, `definition`, `needs_digits`, `required_inputs`
+    (with `model_inputs`) and implement `forward(batch) -> LossOutput`; the validated
+    hyper-parameters are `self.params` (an instance of `Params`).
     """
 
     name: ClassVar[str] = ""
-    hyperparams: ClassVar[Mapping[str, HyperParam]] = {}
+    Params: ClassVar[type[LossParams]] = LossParams
+    parts: ClassVar[tuple[str, ...]] = ("ce",)
+    definition: ClassVar[str] = ""
     required_inputs: ClassVar[tuple[str, ...]] = ()
     needs_digits: ClassVar[bool] = False
 
@@ -159,24 +124,21 @@ class TokenLoss:
                 "(NumberVocab.from_tokenizer(tokenizer))"
             )
         self.vocab = vocab
-        known = set(self.hyperparams) | set(self.required_inputs)
-        unknown = sorted(set(params) - known)
-        if unknown:
-            takes = ", ".join(sorted(known)) or "no parameters"
-            raise ValueError(
-                f"loss {self.name!r} does not take parameter(s) {', '.join(map(repr, unknown))} "
-                f"(it takes: {takes})"
-            )
+        hyper = {k: v for k, v in params.items() if k not in self.required_inputs}
+        self.params = validate_params(self.name, self.Params, hyper)
         missing = [k for k in self.required_inputs if k not in params]
         if missing:
             raise ValueError(f"loss {self.name!r} requires {', '.join(map(repr, missing))}")
-        self.params: dict[str, float | bool] = {
-            k: spec.validate(self.name, k, params.get(k, spec.default))
-            for k, spec in self.hyperparams.items()
-        }
+
+    @classmethod
+    def model_inputs(cls, model: torch.nn.Module, *, zero3: bool = False) -> dict[str, Any]:
+        """The `required_inputs` this loss takes from the model, called once before training
+        (`zero3`: the model's parameters are ZeRO-3 partitions, to be gathered first). The worker
+        calls it for every loss and passes the result to `build_loss`; none by default."""
+        return {}
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.model_dump().items())
         return f"{type(self).__name__}({args})"
 
     def __call__(
@@ -256,6 +218,7 @@ class DigitLoss(TokenLoss):
     """
 
     needs_digits = True
+    parts = ("ce", "aux")
 
     def forward(self, batch: Batch) -> LossOutput:
         assert self.vocab is not None  # guaranteed by needs_digits
@@ -273,7 +236,7 @@ class DigitLoss(TokenLoss):
             aux_grad = torch.where(is_digit.unsqueeze(1), grad, 0.0) / denominator
         aux = with_gradient(digit_logits, aux_value, aux_grad)
         ce = nll.sum() / batch.token_denominator
-        loss = ce + float(self.params["alpha"]) * aux
+        loss = ce + float(self.params.alpha) * aux
         parts = {"ce": ce.detach(), "aux": aux_value}
         return LossOutput(loss=loss, parts=parts, n_tokens=batch.n_tokens, n_digits=n_digits)
 

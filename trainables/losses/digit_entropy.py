@@ -14,25 +14,31 @@ Gradient, with b_k = BCE_k · w_k (w_k = |k − y| or 1) and S = Σ_k p̂_k b_k:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
-
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
-from trainables.losses.contract import Batch, DigitLoss, HyperParam, digit_distribution
+from trainables.losses.contract import Batch, DigitLoss, digit_distribution
 from trainables.losses.digits import dot_mask, place_weights, places_from_masks
+from trainables.losses.params import LossParams
+
+
+class DigitEntropyParams(LossParams):
+    alpha: float = Field(0.01, ge=0)
+    """weight of the digit term"""
+    decay_base: float = Field(1.02, gt=0)
+    """base β of the decimal places' decay"""
+    distance: bool = False
+    """multiply each digit's term by |k − y| (the paper's ablation)"""
 
 
 class DigitEntropyLoss(DigitLoss):
     name = "del"
-    hyperparams: ClassVar[Mapping[str, HyperParam]] = {
-        "alpha": HyperParam(0.01, low=0.0, doc="weight of the digit term"),
-        "decay_base": HyperParam(
-            1.02, low=0.0, low_open=True, doc="base of the decimal places' decay"
-        ),
-        "distance": HyperParam(False, doc="multiply each digit's term by |k − y|"),
-    }
+    Params = DigitEntropyParams
+    definition = (
+        "CE + α·mean u(t)·p̂_k·BCE(σ(z_k), 1[k=y]); u linear in integer places, β^−(k+1) in "
+        "decimal places (DEL)"
+    )
 
     def digit_term(
         self, digit_logits: torch.Tensor, digit: torch.Tensor, batch: Batch
@@ -42,13 +48,13 @@ class DigitEntropyLoss(DigitLoss):
         integer_place, decimal_place = places_from_masks(
             digit >= 0, dot_mask(batch.targets, self.vocab)
         )  # (B, T) each
-        decay_base = float(self.params["decay_base"])
+        decay_base = float(self.params.decay_base)
         weight = place_weights(integer_place, decimal_place, decay_base, dtype).reshape(-1, 1)
         p, y, k = digit_distribution(digit_logits, digit)
         is_target = (k == y).to(dtype)  # (N, 10) 1[k = y]
         bce = F.binary_cross_entropy_with_logits(digit_logits, is_target, reduction="none")
         d_bce = torch.sigmoid(digit_logits) - is_target  # (N, 10) ∂BCE_k/∂z_k
-        if self.params["distance"]:
+        if self.params.distance:
             distance = (k - y).abs()
             bce, d_bce = bce * distance, d_bce * distance
         total = (p * bce).sum(-1, keepdim=True)  # (N, 1) S

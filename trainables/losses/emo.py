@@ -9,6 +9,7 @@ DEMD term is rescaled to the size of the nll, capped at 3), averaged over tokens
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -24,7 +25,25 @@ _RATIO_CAP = 3.0
 
 class EMOLoss(TokenLoss):
     name = "emo"
+    parts = ("ce", "demd")
+    definition = (
+        "½[nll + min(sg(nll/DEMD), 3)·DEMD], DEMD from a frozen copy of the output embedding "
+        "taken at the start of training (EMO, mode 1)"
+    )
     required_inputs = ("cost_embedding",)
+
+    @classmethod
+    def model_inputs(cls, model: torch.nn.Module, *, zero3: bool = False) -> dict[str, Any]:
+        """The transport cost: a frozen copy (V, d) of the output embedding as it is now, at the
+        start of training; training the model does not move it."""
+        weight = model.get_output_embeddings().weight
+        gather = contextlib.nullcontext()
+        if zero3:
+            import deepspeed  # ZeRO-3 partitions exist only inside a DeepSpeed worker
+
+            gather = deepspeed.zero.GatheredParameters([weight])
+        with gather:
+            return {"cost_embedding": weight.detach().clone().requires_grad_(False)}
 
     def __init__(self, vocab: NumberVocab | None = None, **params: Any) -> None:
         super().__init__(vocab, **params)

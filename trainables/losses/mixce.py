@@ -7,21 +7,25 @@ how likely the model already finds it. eta = 1 is plain cross-entropy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
+from pydantic import Field
 
-from trainables.losses.contract import Batch, HyperParam, LossOutput, TokenLoss
+from trainables.losses.contract import Batch, LossOutput, TokenLoss
 from trainables.losses.cross_entropy import token_nll
+from trainables.losses.params import LossParams
+
+
+class MixCEParams(LossParams):
+    eta: float = Field(0.5, ge=0, le=1)
+    """weight of the forward cross-entropy (1 = plain cross-entropy)"""
 
 
 class MixCELoss(TokenLoss):
     name = "mixce"
-    hyperparams: ClassVar[Mapping[str, HyperParam]] = {
-        "eta": HyperParam(0.5, low=0.0, high=1.0, doc="weight of the forward cross-entropy"),
-    }
+    Params = MixCEParams
+    definition = "η·nll + (1−η)·sg(p)·nll (MixCE)"
 
     def forward(self, batch: Batch) -> LossOutput:
-        eta = float(self.params["eta"])
+        eta = float(self.params.eta)
         nll, _ = token_nll(batch.logits, batch.flat_targets)  # (N,), 0 at ignored rows
         target_prob = (-nll).exp().detach()  # (N,) sg(q(y)); 1 at ignored rows, times nll = 0
         per_token = eta * nll + (1.0 - eta) * target_prob * nll  # (N,)

@@ -10,6 +10,7 @@ class MLELoss(TokenLoss):
     """Mean over tokens of −log q(y)."""
 
     name = "mle"
+    definition = "token cross-entropy"
 
     def forward(self, batch: Batch) -> LossOutput:
         nll, _ = token_nll(batch.logits, batch.flat_targets)  # (N,), 0 at ignored rows

@@ -12,19 +12,22 @@ Gradients are in closed form, with ∂p_k/∂z_j = p_j (δ_jk − p_k).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
-
 import torch
+from pydantic import Field
 
-from trainables.losses.contract import Batch, DigitLoss, HyperParam, digit_distribution
+from trainables.losses.contract import Batch, DigitLoss, digit_distribution
+from trainables.losses.params import LossParams
 
-_ALPHA = HyperParam(0.3, low=0.0, doc="weight of the number-token term")
+
+class NTLParams(LossParams):
+    alpha: float = Field(0.3, ge=0)
+    """weight of the number-token term"""
 
 
 class NTLMSELoss(DigitLoss):
     name = "ntl_mse"
-    hyperparams: ClassVar[Mapping[str, HyperParam]] = {"alpha": _ALPHA}
+    Params = NTLParams
+    definition = "CE + α·mean over digit positions of (Σ p_k k − y)² (NTL)"
 
     def digit_term(
         self, digit_logits: torch.Tensor, digit: torch.Tensor, batch: Batch
@@ -39,7 +42,8 @@ class NTLMSELoss(DigitLoss):
 
 class NTLWassersteinLoss(DigitLoss):
     name = "ntl_was"
-    hyperparams: ClassVar[Mapping[str, HyperParam]] = {"alpha": _ALPHA}
+    Params = NTLParams
+    definition = "CE + α·mean Σ p_k |k − y| (NTL-WAS)"
 
     def digit_term(
         self, digit_logits: torch.Tensor, digit: torch.Tensor, batch: Batch

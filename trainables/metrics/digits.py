@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from analysis.metric_registry import MAX_PLACE
 from trainables.losses.digits import number_places
 from trainables.losses.vocab import NumberVocab
 from trainables.metrics.distributed import sum_across_ranks
@@ -28,7 +29,7 @@ class DigitMetrics:
     places at or above `max_place` count towards digit_acc_int but have no key of their own.
     """
 
-    def __init__(self, vocab: NumberVocab, max_place: int = 8) -> None:
+    def __init__(self, vocab: NumberVocab, max_place: int = MAX_PLACE) -> None:
         if not isinstance(vocab, NumberVocab):
             raise TypeError(f"vocab must be a NumberVocab, got {type(vocab).__name__}")
         if max_place < 1:

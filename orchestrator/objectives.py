@@ -1,0 +1,102 @@
+"""Which metrics a sweep reports, and the metric names a sweep file gives (search objectives,
+early stopping) checked against them before anything starts.
+
+The names come from the metric registry (`analysis.metric_registry`); what this sweep's
+evaluation produces comes from its base trial (`trainables.trial_inputs.evaluation_names`) and
+the parts its losses return. A name no trial can report is an error: a typo (with the closest
+names), or a metric this configuration never produces (with the reason), since Optuna and ASHA
+would otherwise wait for a value that never comes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from analysis import metric_registry as registry
+from trainables.config import evaluation_names, held_out_benchmark
+from trainables.losses import LOSSES
+
+if TYPE_CHECKING:
+    from orchestrator.sweep_file import SweepConfig
+
+
+def sweep_losses(sweep: SweepConfig) -> list[str]:
+    return list(sweep.search.losses if sweep.mode == "search" else sweep.grid.losses)
+
+
+def loss_parts(losses: list[str]) -> list[str]:
+    """The parts the losses return (their `parts`), without repeats, in order."""
+    return list(dict.fromkeys(part for loss in losses for part in LOSSES[loss].parts))
+
+
+def reported_metrics(sweep: SweepConfig, digits: bool = True) -> list[str]:
+    """Every metric name a trial of `sweep` reports (digit places expanded); `digits`: the
+    tokenizer has single-digit tokens, so the digit metrics exist."""
+    splits, benchmarks = evaluation_names(sweep.trial)
+    return registry.expand(splits, benchmarks, loss_parts(sweep_losses(sweep)), digits)
+
+
+def _why_not(sweep: SweepConfig, name: str, digits: bool) -> str:
+    """Why a registered metric is absent from this sweep's reports."""
+    family = registry.family(name)
+    assert family is not None
+    values = family.match(name) or {}
+    data, generate = sweep.trial.data, sweep.trial.eval.generate_examples
+    splits, benchmarks = evaluation_names(sweep.trial)
+    leaf = family.pattern.rsplit("/", 1)[-1]
+    if "split" in values and values["split"] not in splits:
+        if values["split"] == "extra":
+            return "data.n_extra is 0 (no extrapolation split)"
+        return f"the teacher-forced splits are {', '.join(splits)}"
+    if not digits and leaf.startswith("digit_"):
+        return "the tokenizer has no single-digit tokens, so there are no digit metrics"
+    benchmark = values.get("benchmark")
+    if benchmark is not None and benchmark not in benchmarks:
+        generated = ("mathgen", "held_out", "mathgen_extra")
+        if benchmark in generated and not generate:
+            return "eval.generate_examples is 0 (no generation of held-out problems)"
+        if benchmark == "mathgen_extra":
+            return "data.n_extra is 0 (no extrapolation split)"
+        if benchmark in generated:
+            held_out = held_out_benchmark(data)
+            return f"data.source {data.source!r} reports its held-out problems as gen/{held_out}/…"
+        return f"no benchmark {benchmark!r} in data.benchmarks"
+    if name == registry.MACC:
+        return "no generation benchmark (eval.generate_examples is 0, data.benchmarks is empty)"
+    if "place" in values:
+        top = registry.MAX_PLACE
+        return f"digit places run 0 .. {top - 1} (integer places), 1 .. {top} (decimal places)"
+    if "part" in values:
+        parts = loss_parts(sweep_losses(sweep))
+        return (
+            f"no loss of this sweep returns the part {values['part']!r} (parts: {', '.join(parts)})"
+        )
+    return "this sweep's evaluation does not produce it"
+
+
+def check_metric(sweep: SweepConfig, key: str, name: str, digits: bool = True) -> None:
+    """ValueError naming `key` when no trial of `sweep` reports the metric `name`."""
+    reported = reported_metrics(sweep, digits)
+    if name in reported:
+        return
+    if registry.family(name) is None:
+        close = registry.close_matches(name, reported)
+        hint = (
+            f"; did you mean {', '.join(close)}?"
+            if close
+            else ("; metrics are " + ", ".join(f.pattern for f in registry.FAMILIES))
+        )
+        raise ValueError(f"{key}: unknown metric {name!r}{hint}")
+    raise ValueError(
+        f"{key}: {name!r} is never reported by this sweep: {_why_not(sweep, name, digits)}"
+    )
+
+
+def check_metrics(sweep: SweepConfig, digits: bool = True) -> None:
+    """Check every metric name the sweep file gives: the search objectives (search mode) and the
+    early-stopping metric."""
+    if sweep.mode == "search":
+        for i, objective in enumerate(sweep.search.objectives):
+            check_metric(sweep, f"search.objectives[{i}].metric", objective.metric, digits)
+    if sweep.early_stopping is not None:
+        check_metric(sweep, "early_stopping.metric", sweep.early_stopping.metric, digits)
