@@ -129,20 +129,31 @@ def check_search(search: SearchConfig) -> None:
 
 def check_grid(grid: GridConfig) -> None:
     """Validate a grid's fixed parameters against the losses' models; ValueError naming the key."""
-    for name, params in grid.params.items():
+    for name, given in grid.params.items():
         if name not in grid.losses:
             raise ValueError(f"grid.params.{name}: {name!r} is not in grid.losses")
-        for param, value in params.items():
-            where = f"grid.params.{name}.{param}"
-            if param not in loss_params(name):
-                takes = ", ".join(loss_params(name)) or "no parameters"
-                raise ValueError(
-                    f"{where}: loss {name!r} does not take {param!r} (it takes: {takes})"
-                )
-            try:
-                check_value(name, LOSSES[name].Params, param, value)
-            except ParamError as err:
-                raise ValueError(f"{where}: {err}") from None
+        variants = grid.variants(name)
+        if not variants:
+            raise ValueError(f"grid.params.{name}: an empty list gives {name!r} no arm")
+        for index, params in enumerate(variants):
+            prefix = f"grid.params.{name}" + (f"[{index}]" if isinstance(given, list) else "")
+            _check_grid_variant(name, params, prefix)
+        duplicates = [v for i, v in enumerate(variants) if v in variants[:i]]
+        if duplicates:
+            raise ValueError(f"grid.params.{name}: variant {duplicates[0]} is listed twice")
+
+
+def _check_grid_variant(name: str, params: dict[str, Any], prefix: str) -> None:
+    """One parameter set of a grid loss against the loss's model; ValueError naming the key."""
+    for param, value in params.items():
+        where = f"{prefix}.{param}"
+        if param not in loss_params(name):
+            takes = ", ".join(loss_params(name)) or "no parameters"
+            raise ValueError(f"{where}: loss {name!r} does not take {param!r} (it takes: {takes})")
+        try:
+            check_value(name, LOSSES[name].Params, param, value)
+        except ParamError as err:
+            raise ValueError(f"{where}: {err}") from None
 
 
 @dataclass(frozen=True)
@@ -201,15 +212,16 @@ def trial_params(tune_config: dict[str, Any]) -> dict[str, Any]:
 
 
 def grid_arms(sweep: SweepConfig) -> list[dict[str, Any]]:
-    """Every arm of a grid: losses x seeds x presets, each loss with its fixed parameters."""
+    """Every arm of a grid: losses (x their parameter variants) x seeds x presets."""
     grid = sweep.grid
     presets = grid.presets or [None]
     arms = []
     for loss, seed, preset in itertools.product(grid.losses, grid.seeds, presets):
-        arm: dict[str, Any] = {"loss": loss, "seed": seed, **grid.params.get(loss, {})}
-        if preset is not None:
-            arm["preset"] = preset
-        arms.append(arm)
+        for params in grid.variants(loss):
+            arm: dict[str, Any] = {"loss": loss, "seed": seed, **params}
+            if preset is not None:
+                arm["preset"] = preset
+            arms.append(arm)
     return arms
 
 

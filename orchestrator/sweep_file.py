@@ -93,8 +93,17 @@ class GridConfig(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [0])
     presets: list[str] | None = None
     """Model presets; null = the trial's model."""
-    params: dict[str, dict[str, float | bool]] = Field(default_factory=dict)
-    """Fixed hyper-parameters per loss name, e.g. {del: {alpha: 0.01}}."""
+    params: dict[str, dict[str, float | bool] | list[dict[str, float | bool]]] = Field(
+        default_factory=dict
+    )
+    """Fixed hyper-parameters per loss name, e.g. {del: {alpha: 0.01}}; a list makes one arm per
+    entry (variants of one loss), e.g. {del: [{}, {distance: true}]} for DEL with and without its
+    distance term. Parameters a variant does not give keep their defaults."""
+
+    def variants(self, loss: str) -> list[dict[str, float | bool]]:
+        """The parameter sets of `loss`'s arms (one, the defaults, when none are given)."""
+        given = self.params.get(loss, {})
+        return list(given) if isinstance(given, list) else [given]
 
 
 class EarlyStopping(_Strict):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 
 import optuna
 import pytest
@@ -137,6 +138,49 @@ def test_grid_arms_are_the_cartesian_product():
     assert config.loss.name == "del"
     assert config.loss.params == {"alpha": 0.05, "decay_base": 1.02, "distance": False}
     assert config.seed == 2 and config.model.preset == "xs" and config.trial_id == "trial-1"
+
+
+def test_grid_variants_give_one_arm_each():
+    # DEL with and without its distance term in one grid: two arms of one loss, per seed.
+    sweep = SweepConfig.model_validate(
+        {
+            "mode": "grid",
+            "grid": {
+                "losses": ["mle", "del"],
+                "seeds": [0, 1],
+                "params": {"del": [{"alpha": 0.01}, {"alpha": 0.01, "distance": True}]},
+            },
+        }
+    )
+    arms = grid_arms(sweep)
+    assert len(arms) == 2 * (1 + 2)
+    del_arms = [a for a in arms if a["loss"] == "del"]
+    assert sorted((a["seed"], a.get("distance", False)) for a in del_arms) == [
+        (0, False),
+        (0, True),
+        (1, False),
+        (1, True),
+    ]
+    configs = [
+        TrialConfig.model_validate(trial_config(sweep, a, f"t{i}")) for i, a in enumerate(del_arms)
+    ]
+    assert {c.loss.params["distance"] for c in configs} == {False, True}
+
+
+@pytest.mark.parametrize(
+    ("params", "key"),
+    [
+        ({"del": [{"alpha": 0.01}, {"alpha": -1.0}]}, "grid.params.del[1].alpha"),
+        ({"del": [{"distance": True}, {"distance": True}]}, "listed twice"),
+        ({"del": []}, "no arm"),
+        ({"del": [{"lam": 0.5}]}, "grid.params.del[0].lam"),
+    ],
+)
+def test_grid_variants_are_validated(params, key):
+    with pytest.raises(ValueError, match=re.escape(key)):
+        SweepConfig.model_validate(
+            {"mode": "grid", "grid": {"losses": ["mle", "del"], "params": params}}
+        )
 
 
 def test_trial_config_takes_loss_params_seed_and_lr():
