@@ -4,6 +4,8 @@
 Metric names are slash paths (`eval/test/ce`, `gen/gsm8k/exact_match`); the direction is decided by
 the last component. Digit entropy deliberately has no direction: the DEL paper compares losses that
 over-sharpen (too low) and over-flatten (too high) the digit distribution, so neither end is "best".
+Log-confidence has none either: "What Scales in Cross-Entropy Scaling Law?" treats confidence as
+noise, and the compensated loss penalises it, so the most confident arm is not the best one.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Literal
 Direction = Literal["max", "min"]
 
 HIGHER_IS_BETTER: frozenset[str] = frozenset(
-    {"digit_acc", "digit_acc_int", "digit_acc_dec", "exact_match", "macc", "log_confidence"}
+    {"digit_acc", "digit_acc_int", "digit_acc_dec", "exact_match", "macc"}
 )
 """Last path components where a larger value is better."""
 
@@ -22,7 +24,7 @@ LOWER_IS_BETTER: frozenset[str] = frozenset(
 )
 """Last path components where a smaller value is better (`loss` covers `train/loss`)."""
 
-NO_DIRECTION: frozenset[str] = frozenset({"digit_entropy"})
+NO_DIRECTION: frozenset[str] = frozenset({"digit_entropy", "log_confidence"})
 """Metrics that are compared, never ranked (see the module docstring)."""
 
 
