@@ -410,7 +410,8 @@ def _panel_tables(
                 text = f"Δ={fmt_signed(test.mean_diff)} {fmt_p(test.p)}"
                 if correction != "none":
                     text += f" ({_SHORT[correction]} {fmt_pvalue(p_adj)})"
-                row.append(text + f" n={test.n}")
+                # The pairs count only when fewer seeds pair up than the arm has.
+                row.append(text + (f" n={test.n}" if test.n < arm_seeds.get(arm, 0) else ""))
                 if p_adj < alpha:
                     sig_marked.add((len(sig_rows), j + 2))
         sig_rows.append(row)
@@ -419,8 +420,8 @@ def _panel_tables(
             Table(
                 name=f"{name}_vs_baseline",
                 title=f"{panel_title(panel, metrics)} — paired t-test vs {baseline} on common "
-                f"seeds: Δ = arm − {baseline}, p two-sided, corrected p in brackets; bold: "
-                f"corrected p < {alpha:g}",
+                f"seeds: Δ = arm − {baseline}, p two-sided, corrected p in brackets (n: pairs, "
+                f"where fewer than the arm's seeds); bold: corrected p < {alpha:g}",
                 columns=["arm", "baseline", *labels],
                 rows=sig_rows,
                 marked=sig_marked,

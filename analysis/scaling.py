@@ -675,6 +675,15 @@ def _append_tables(result: Result, out: _Tables, gcols: list[str], level: float)
             out.plain_data,
         )
     )
+    reasons = {r["remark"] for r in out.saturating_data}
+    if (
+        out.saturating_data
+        and all(r["E"] is None for r in out.saturating_data)
+        and len(reasons) == 1
+    ):
+        # Every row would say the same thing: say it once.
+        result.notes.append(f"saturating form E + A·N^a, every group: {reasons.pop()}")
+        out.saturating = []
     result.tables.append(
         _table(
             "scaling_saturating",
@@ -693,6 +702,7 @@ def _append_tables(result: Result, out: _Tables, gcols: list[str], level: float)
             ],
             out.saturating,
             out.saturating_data,
+            show=bool(out.saturating),
         )
     )
     if out.verdict:

@@ -17,6 +17,17 @@ def at(seconds: float) -> dt.datetime:
     return T0 + dt.timedelta(seconds=seconds)
 
 
+def holm_by_definition(p: list[float]) -> list[float]:
+    """Holm's adjusted p-values as Holm (1979) defines them, the tests' independent reference:
+    the i-th smallest becomes max over j ≤ i of (m − j + 1)·p(j), capped at 1."""
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    out, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, (len(p) - rank) * p[i])
+        out[i] = min(1.0, running)
+    return out
+
+
 # The 3-trial golden store: two mle seeds and one del seed, split "test", steps 0/100/200.
 # Final and best values per trial (after deduplication), which the tests do arithmetic on:
 #   trial    digit_acc (0,100,200)   ce (0,100,200)     digit_entropy (0,100,200)  gen/macc (200)

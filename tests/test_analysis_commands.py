@@ -30,7 +30,7 @@ from analysis.selection import BEST, FINAL, ValueSpec
 from analysis.store import ResultsError, open_store
 from analysis.table import render, table_markdown
 from orchestrator.parquet_sink import trial_row
-from tests.analysis_fixtures import at, write_golden_store
+from tests.analysis_fixtures import at, holm_by_definition, write_golden_store
 from tests.synthetic_sweep import (
     generate_store,
     trial_config,
@@ -229,7 +229,7 @@ def test_ablation_intervals_and_paired_test_match_scipy(tmp_path: Path) -> None:
     assert data["del"]["p_adjusted"] == pytest.approx(ref.pvalue, rel=1e-8)
     sig = result.tables[1]
     assert sig.name == "ablation_test_vs_baseline" and sig.rows[0][:2] == ["del", "mle"]
-    assert sig.rows[0][2].endswith(" n=5") and "(Holm " in sig.rows[0][2]
+    assert sig.rows[0][2].endswith(")") and "(Holm " in sig.rows[0][2]  # all 5 seeds pair
 
 
 def test_partial_results_of_a_running_sweep(tmp_path: Path) -> None:
@@ -442,16 +442,6 @@ def test_headline_panels_are_compact_and_all_shows_everything(tmp_path: Path) ->
     assert not any(m.startswith(("train/", "model/", "perf/")) for m in shown)
 
 
-def _holm(p: list[float]) -> list[float]:
-    """Holm's adjusted p-values from the definition: min(1, max over j ≤ rank of (m−j+1)·p(j))."""
-    order = sorted(range(len(p)), key=lambda i: p[i])
-    out, running = [0.0] * len(p), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, (len(p) - rank) * p[i])
-        out[i] = min(1.0, running)
-    return out
-
-
 def test_holm_correction_covers_the_stated_family(tmp_path: Path) -> None:
     generate_store(
         tmp_path, losses=("mle", "del", "ntl"), seeds=(0, 1, 2, 3, 4), sizes={"s": 1_000_000}
@@ -473,17 +463,17 @@ def test_holm_correction_covers_the_stated_family(tmp_path: Path) -> None:
     for panel in ("eval/test/", "eval/extra/"):
         keys = [k for k in per_table if k[1].startswith(panel)]
         raw = [per_table[k][0] for k in keys]
-        assert [per_table[k][1] for k in keys] == pytest.approx(_holm(raw), rel=1e-12)
+        assert [per_table[k][1] for k in keys] == pytest.approx(holm_by_definition(raw), rel=1e-12)
     per_metric = tests_of(ablation(store, metrics=metrics, family="metric"))
     for metric in metrics:
         keys = [k for k in per_metric if k[1] == metric]
         assert len(keys) == 2
         raw = [per_metric[k][0] for k in keys]
-        assert [per_metric[k][1] for k in keys] == pytest.approx(_holm(raw), rel=1e-12)
+        assert [per_metric[k][1] for k in keys] == pytest.approx(holm_by_definition(raw), rel=1e-12)
     result = ablation(store, metrics=metrics, family="all")
     every = tests_of(result)
     raw = [v[0] for v in every.values()]
-    assert [v[1] for v in every.values()] == pytest.approx(_holm(raw), rel=1e-12)
+    assert [v[1] for v in every.values()] == pytest.approx(holm_by_definition(raw), rel=1e-12)
     note = next(n for n in result.notes if n.startswith("paired tests:"))
     assert "Holm, family = every paired test of this command (6 tests per family" in note
     doc = json.loads(render(result, "json"))

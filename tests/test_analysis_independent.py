@@ -17,6 +17,7 @@ from scipy import optimize, stats
 from analysis.ablation import ablation
 from analysis.scaling import scaling
 from analysis.store import open_store
+from tests.analysis_fixtures import holm_by_definition
 from tests.synthetic_sweep import generate_store
 
 SIZES = {"tiny": 50_928, "xs": 406_368, "s": 2_361_792, "m": 9_098_560, "l": 29_010_432}
@@ -62,13 +63,12 @@ def pandas_finals(root: Path) -> pd.DataFrame:
     ]
 
 
-def holm(p: list[float]) -> list[float]:
-    order = sorted(range(len(p)), key=lambda i: p[i])
-    out, running = [0.0] * len(p), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, (len(p) - rank) * p[i])
-        out[i] = min(1.0, running)
-    return out
+def assert_mean_ci(row: pd.Series, values: np.ndarray) -> None:
+    """The row's mean and 95% t-interval are those of `values` (scipy's interval)."""
+    assert row["mean" if "mean" in row else "ee_over_ce"] == pytest.approx(values.mean(), rel=REL)
+    if values.size > 1:
+        lo, hi = stats.t.interval(0.95, values.size - 1, loc=values.mean(), scale=stats.sem(values))
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo, hi), rel=REL)
 
 
 def test_ablation_matches_pandas_and_scipy(store: Path) -> None:
@@ -87,13 +87,7 @@ def test_ablation_matches_pandas_and_scipy(store: Path) -> None:
         ]
         assert len(mine) == 1
         row = mine.iloc[0]
-        values = group["value"].to_numpy()
-        assert row["mean"] == pytest.approx(values.mean(), rel=REL)
-        if values.size > 1:
-            lo, hi = stats.t.interval(
-                0.95, values.size - 1, loc=values.mean(), scale=stats.sem(values)
-            )
-            assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo, hi), rel=REL)
+        assert_mean_ci(row, group["value"].to_numpy())
         if loss == "del":
             base = final[
                 (final["loss"] == "mle")
@@ -113,7 +107,7 @@ def test_ablation_matches_pandas_and_scipy(store: Path) -> None:
     assert checked == 2 * 2 * 5 * 2  # loss × lr × model × metric
     # One family: every paired test of the table (one panel, both metrics).
     assert len(raw_p) >= 15
-    assert keys == pytest.approx(holm(raw_p), rel=REL)
+    assert keys == pytest.approx(holm_by_definition(raw_p), rel=REL)
 
 
 def test_scaling_matches_pandas_scipy_and_numpy(store: Path) -> None:
@@ -191,13 +185,7 @@ def test_scaling_matches_pandas_scipy_and_numpy(store: Path) -> None:
     share = tables["scaling_ee_share"].set_index(["loss", "x"])
     for (loss, n), group in wide.reset_index().groupby(["loss", "N"]):
         row = share.loc[(loss, n)]
-        values = group["share"].to_numpy()
-        assert row["ee_over_ce"] == pytest.approx(values.mean(), rel=REL)
-        if values.size > 1:
-            lo, hi = stats.t.interval(
-                0.95, values.size - 1, loc=values.mean(), scale=stats.sem(values)
-            )
-            assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo, hi), rel=REL)
+        assert_mean_ci(row, group["share"].to_numpy())
     trend = tables["scaling_ee_share_trend"].set_index("loss")
     verdict = tables["scaling_verdict"].set_index("loss")
     for loss, group in wide.reset_index().groupby("loss"):
