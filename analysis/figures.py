@@ -175,10 +175,13 @@ def plot_scaling(
                 ax.plot(grid, np.abs(sat.predict(grid)), color=color, lw=1.1, ls="--")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        # Metrics rarely span a decade: plain numbers on the y ticks, minor ones labelled too.
+        # Metrics rarely span a decade: plain numbers on the y ticks, and the minor ticks
+        # labelled too when there is no major one in between (less than a decade shown).
         ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3g"))
-        ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
-        ax.tick_params(axis="y", which="minor", labelsize=7)
+        low, high = ax.get_ylim()
+        if high < 10 * low:
+            ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
+            ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_xlabel(AXIS_LABELS.get(entries[0]["axis"], "size"))
         ax.set_ylabel(f"|{metric}|" if negative else metric)
         ax.grid(alpha=0.3, which="both")

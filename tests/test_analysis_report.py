@@ -171,7 +171,10 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert dom.returncode == 0, dom.stderr[-2000:]
     match = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
     assert match, dom.stdout[-2000:]
-    assert match.group(1) == match.group(2) == str(len(FIGURES))
+    # Every <img> decoded (the summary shows three of the figures a second time).
+    n_images = len(re.findall(r"<img ", page.read_text(encoding="utf-8")))
+    assert n_images == len(FIGURES) + 3
+    assert match.group(1) == match.group(2) == str(n_images)
 
     shot = tmp_path / "screenshot.png"
     taken = browse("--window-size=1400,2400", f"--screenshot={shot}", page.as_uri())
