@@ -25,7 +25,7 @@ from analysis.seed_stats import (
     adjust_p,
     check_level,
     mean_ci,
-    paired_t_test,
+    paired_t_tests,
 )
 from analysis.selection import FINAL, ValueSpec, select_values
 from analysis.store import (
@@ -235,10 +235,12 @@ def ablation(
     if single:
         result.notes.append(f"one seed: no interval for {', '.join(single)}")
 
-    # Paired tests against the baseline arm on the seeds both have.
-    tests: dict[tuple[str, str, ValueSpec], PairedTest] = {}
+    # Paired tests against the baseline arm on the seeds both have (all at once: see
+    # paired_t_tests).
     base_of: dict[str, str] = {}
     reasons: dict[str, str] = {}
+    keys: list[tuple[str, str, ValueSpec]] = []
+    pairs: list[tuple[list[float], list[float]]] = []
     for arm in rows_in_use:
         base, why = baseline_arm(arms, arm, value=baseline)
         if base is None:
@@ -249,9 +251,9 @@ def ablation(
         for metric, spec in columns:
             mine, theirs = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
             common = sorted(set(mine) & set(theirs))
-            tests[(arm, metric, spec)] = paired_t_test(
-                [mine[s] for s in common], [theirs[s] for s in common]
-            )
+            keys.append((arm, metric, spec))
+            pairs.append(([mine[s] for s in common], [theirs[s] for s in common]))
+    tests = dict(zip(keys, paired_t_tests(pairs), strict=True))
     has_baseline = any(arms.key_values[a].get("loss") == baseline for a in rows_in_use)
     if has_baseline:
         by_reason: dict[str, list[str]] = defaultdict(list)

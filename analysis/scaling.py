@@ -403,20 +403,28 @@ def _fit_tables(
     points_by_axis = {axis: aggregate_points(frame, gcols, axis, aggregate) for axis in axes}
     groups = frame.select(gcols).unique(maintain_order=True).rows(named=True) if gcols else [{}]
 
-    def in_group(df: pl.DataFrame, group: dict[str, Any]) -> pl.DataFrame:
-        for c, v in group.items():
-            df = df.filter(pl.col(c).is_null() if v is None else pl.col(c) == v)
-        return df
+    def split_by(df: pl.DataFrame, cols: list[str]) -> dict[tuple, pl.DataFrame]:
+        """The frame's parts by the values of `cols` (one pass, not a filter per part)."""
+        if not cols:
+            return {(): df}
+        return df.partition_by(cols, as_dict=True, maintain_order=True)
 
+    trials_of = split_by(frame, gcols)
+    points_of = {axis: split_by(points_by_axis[axis], gcols) for axis in axes}
+    empty = {axis: points_by_axis[axis].clear() for axis in axes}
     for group in groups:
+        key = tuple(group[c] for c in gcols)
         label = ", ".join(f"{k}={format_value(v)}" for k, v in group.items() if v is not None)
         head = ([format_value(group[c]) for c in gcols], {c: plain_value(group[c]) for c in gcols})
-        gtrials = in_group(frame, group)
+        gtrials = trials_of[key]
         for axis in axes:
-            for at, line in _lines(in_group(points_by_axis[axis], group), axis):
+            for at, line in _lines(points_of[axis].get(key, empty[axis]), axis):
                 fitted: dict[str, tuple[Fits, pl.DataFrame]] = {}
+                by_metric = split_by(line, ["metric"])
                 for metric in chosen:
-                    pts = line.filter(pl.col("metric") == metric)
+                    pts = by_metric.get((metric,))
+                    if pts is None:
+                        continue
                     if axis == "C":
                         pts = compute_frontier(pts, direction(metric))
                     if pts.height == 0:

@@ -18,7 +18,7 @@ import polars as pl
 from analysis.arms import format_value, plain_value
 from analysis.directions import direction
 from analysis.selection import ValueSpec, select_values
-from analysis.store import ResultsError, Store, config_columns, read_latest
+from analysis.store import ResultsError, Store, config_columns, read_latest, scan_metrics
 from analysis.table import Table, fmt
 
 PARAM_METRICS = {"non_embedding": "model/params_non_embedding", "total": "model/params_total"}
@@ -80,8 +80,6 @@ def trial_values(
     if choose_lr and select_by is None:
         raise ResultsError("the learning rate varies: give --select-by METRIC (or --lr pool)")
     wanted = [n_metric, *metrics]
-    if with_tokens:
-        wanted.append(TOKENS_METRIC)
     if choose_lr and select_by not in wanted:
         wanted.append(select_by)
     latest, counts = read_latest(store, wanted)
@@ -93,14 +91,8 @@ def trial_values(
     )
     picked = select_values(latest.filter(pl.col("metric").is_in(list(metrics))), value)
     if with_tokens:
-        tokens = (
-            latest.filter(pl.col("metric") == TOKENS_METRIC)
-            .select(*keys, "step", pl.col("value").alias("D"))
-            .sort("step")
-        )
-        # Tokens seen at the value's step: the last training report at or before it.
-        picked = picked.sort("step").join_asof(
-            tokens, on="step", by=keys, strategy="backward", check_sortedness=False
+        picked = picked.join(
+            _tokens_at(store, picked.select(*keys, "step").unique()), on=[*keys, "step"], how="left"
         )
     else:
         picked = picked.with_columns(pl.lit(None, pl.Float64()).alias("D"))
@@ -131,6 +123,23 @@ def trial_values(
     order = [*gcols, "metric", *SIZE_KEY, "experiment", "trial_id"]
     frame = frame.sort(order, nulls_last=True)
     return TrialValues(frame, gcols, notes, lr_table)
+
+
+def _tokens_at(store: Store, steps: pl.DataFrame) -> pl.DataFrame:
+    """D per (experiment, trial_id, step) of `steps`: tokens seen at the last training report at
+    or before that step. Tokens seen only grow and a re-reported step (restored, retried) carries
+    the same count, so that is the largest count reported up to the step, found by one lazy join
+    over the training reports, without deduplicating or sorting them."""
+    keys = ["experiment", "trial_id"]
+    return (
+        scan_metrics(store, [TOKENS_METRIC])
+        .select(*keys, pl.col("step").alias("_reported"), "value")
+        .join(steps.lazy(), on=keys)
+        .filter(pl.col("_reported") <= pl.col("step"))
+        .group_by([*keys, "step"])
+        .agg(pl.col("value").max().alias("D"))
+        .collect()
+    )
 
 
 def _varying(trials: pl.DataFrame, gcols: list[str]) -> list[str]:

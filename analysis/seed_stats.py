@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats
@@ -27,8 +28,10 @@ def check_level(level: float) -> float:
     return level
 
 
+@lru_cache(maxsize=1024)
 def t_quantile(p: float, df: float) -> float:
-    """The t such that P(T ≤ t) = p for Student's t with `df` degrees of freedom."""
+    """The t such that P(T ≤ t) = p for Student's t with `df` degrees of freedom (cached: a table
+    asks for the same few quantiles thousands of times)."""
     return float(stats.t.ppf(p, df))
 
 
@@ -87,20 +90,42 @@ class PairedTest:
 def paired_t_test(x: Sequence[float], y: Sequence[float]) -> PairedTest:
     """Paired t-test of H0: mean(x − y) = 0, two-sided (`scipy.stats.ttest_rel`), or the reason
     there is none."""
-    if len(x) != len(y):
-        raise ValueError(f"paired test needs equal lengths, got {len(x)} and {len(y)}")
-    n = len(x)
-    if n < 2:
-        return PairedTest(n, None, None, None, reason=f"{n} common seed(s): no test")
-    xa = np.asarray(x, dtype=np.float64)
-    ya = np.asarray(y, dtype=np.float64)
-    diffs = xa - ya
-    mean = math.fsum(diffs.tolist()) / n
-    scale = float(max(np.max(np.abs(xa)), np.max(np.abs(ya))))
-    if float(np.std(diffs, ddof=1)) <= EQUAL_RTOL * scale:
-        return PairedTest(n, mean, None, None, reason="all differences equal: no test")
-    res = stats.ttest_rel(xa, ya)
-    return PairedTest(n, mean, float(res.statistic), float(res.pvalue))
+    return paired_t_tests([(x, y)])[0]
+
+
+def paired_t_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[PairedTest]:
+    """`paired_t_test` of every (x, y) in `pairs`, in order. scipy's tests are vectorised over an
+    axis, so the tests with the same number of pairs go through one `ttest_rel(axis=1)` call (an
+    ablation over hundreds of arms makes thousands of tests)."""
+    out: list[PairedTest | None] = [None] * len(pairs)
+    by_n: dict[int, list[int]] = {}
+    for i, (x, y) in enumerate(pairs):
+        if len(x) != len(y):
+            raise ValueError(f"paired test needs equal lengths, got {len(x)} and {len(y)}")
+        n = len(x)
+        if n < 2:
+            out[i] = PairedTest(n, None, None, None, reason=f"{n} common seed(s): no test")
+        else:
+            by_n.setdefault(n, []).append(i)
+    for n, rows in by_n.items():
+        xa = np.array([pairs[i][0] for i in rows], dtype=np.float64)  # (k, n)
+        ya = np.array([pairs[i][1] for i in rows], dtype=np.float64)  # (k, n)
+        diffs = xa - ya
+        means = [math.fsum(d) / n for d in diffs.tolist()]
+        scale = np.maximum(np.max(np.abs(xa), axis=1), np.max(np.abs(ya), axis=1))  # (k,)
+        equal = np.std(diffs, axis=1, ddof=1) <= EQUAL_RTOL * scale  # (k,)
+        tested = np.flatnonzero(~equal)
+        if tested.size:
+            res = stats.ttest_rel(xa[tested], ya[tested], axis=1)
+            for j, t, p in zip(
+                tested, np.atleast_1d(res.statistic), np.atleast_1d(res.pvalue), strict=True
+            ):
+                out[rows[j]] = PairedTest(n, means[j], float(t), float(p))
+        for j in np.flatnonzero(equal):
+            out[rows[j]] = PairedTest(
+                n, means[j], None, None, reason="all differences equal: no test"
+            )
+    return out  # type: ignore[return-value]
 
 
 def adjust_p(pvalues: Sequence[float], method: Correction = "holm") -> list[float]:
