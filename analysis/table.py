@@ -284,7 +284,9 @@ def result_json(result: Result) -> str:
             for t in result.tables
         ],
     }
-    return json.dumps(_plain(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    # Compact: with `indent` json falls back to its pure-Python encoder (seconds on a report of
+    # hundreds of arms); `python -m json.tool` or jq pretty-print it.
+    return json.dumps(_plain(doc), ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def text_notes(result: Result) -> str:
