@@ -2,8 +2,8 @@
 log-confidence) or any metric, fitted against parameters N, tokens seen D or compute C ≈ 6·N·D,
 per fit group (loss × dataset, plus experiment or --by columns where they vary):
 
-- the plain power law log M = c + a·log N (CI for a: OLS t-interval below 6 points, studentized
-  bootstrap from 6), R², the F-test of a = 0 and AICc against a constant model, so "does this
+- the plain power law log M = c + a·log N (CI for a: OLS t-interval below 10 points, studentized
+  bootstrap from 10), R², the F-test of a = 0 and AICc against a constant model, so "does this
   metric follow a power law at all" is decided by the numbers;
 - the saturating form M = E + A·N^a (irreducible part E), with Wald intervals, AICc and the
   F-test against the plain form;

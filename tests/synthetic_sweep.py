@@ -218,7 +218,8 @@ def _blocks(
     d_final = tokens[:, -1]  # (T,)
 
     def progress(s: np.ndarray) -> np.ndarray:
-        return 1.0 - np.exp(-s / (0.25 * steps))  # (S,)
+        # 0 at step 0, exactly 1 at the last step: the final values are the stated truths.
+        return (1.0 - np.exp(-s / (0.25 * steps))) / (1.0 - np.exp(-4.0))  # (S,)
 
     blocks: list[tuple[str, np.ndarray, np.ndarray]] = []
     pe = progress(eval_steps)[None, :]  # (1, S_eval)

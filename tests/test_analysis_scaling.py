@@ -105,8 +105,8 @@ def _reversed_copy(src: Path, dst: Path) -> Path:
 
 def test_scaling_interval_is_reproducible(tmp_path: Path) -> None:
     # Issue 10: the points came in group_by order (not kept), so the same --seed gave other
-    # bootstrap intervals from run to run. 6 sizes × 2 seeds: bootstrap for the per-size means
-    # (6 points) and for every trial (12 points), over 2 parts with restored rows.
+    # bootstrap intervals from run to run. 6 sizes × 2 seeds over 5 parts with restored rows:
+    # the per-size means (6 points: t-interval) and every trial (12 points: the bootstrap).
     sizes = dict(list(PRESETS.items()))
     root = tmp_path / "a"
     generate_store(
@@ -129,7 +129,7 @@ def test_scaling_interval_is_reproducible(tmp_path: Path) -> None:
         methods = {
             r["a_ci_method"] for t in power if t["name"] == "scaling_power" for r in t["records"]
         }
-        assert "bootstrap" in methods
+        assert methods == ({"t"} if aggregate == "size" else {"bootstrap"})
 
 
 @pytest.fixture(scope="module")
