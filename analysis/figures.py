@@ -174,16 +174,20 @@ def plot_scaling(
             if sat is not None:
                 ax.plot(grid, np.abs(sat.predict(grid)), color=color, lw=1.1, ls="--")
         ax.set_xscale("log")
-        ax.set_yscale("log")
-        # Metrics rarely span a decade: plain numbers on the y ticks, and the minor ticks
-        # labelled too when there is no major one in between (less than a decade shown).
-        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3g"))
         low, high = ax.get_ylim()
-        if high < 10 * low:
-            ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
-            ax.tick_params(axis="y", which="minor", labelsize=7)
+        flat = not (low > 0 and high >= 2 * low)
+        if not flat:
+            ax.set_yscale("log")
+            # Metrics rarely span a decade: plain numbers on the y ticks, the minor ticks
+            # labelled too when no major one falls in between.
+            ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3g"))
+            if high < 10 * low:
+                ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
+                ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_xlabel(AXIS_LABELS.get(entries[0]["axis"], "size"))
-        ax.set_ylabel(f"|{metric}|" if negative else metric)
+        # Within a factor 2 a log y-axis looks linear anyway; linear ticks read better.
+        name = f"|{metric}|" if negative else metric
+        ax.set_ylabel(name + (" (linear y)" if flat else ""))
         ax.grid(alpha=0.3, which="both")
         if len(groups) <= MAX_LEGEND:
             ax.legend(fontsize=6.5, loc="best")
