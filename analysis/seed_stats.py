@@ -60,14 +60,16 @@ class MeanCI:
 def mean_ci(values: Sequence[float], level: float = 0.95) -> MeanCI:
     """Mean ± t_{(1+level)/2, n−1} · sd / √n over `values` (one value per seed)."""
     check_level(level)
-    arr = np.asarray(values, dtype=np.float64)
-    n = int(arr.size)
+    # Plain float arithmetic: tables call this for tens of thousands of cells of 2–5 seeds each,
+    # where a numpy array per call costs more than the sum (math.fsum: exactly rounded).
+    vals = [float(v) for v in values]
+    n = len(vals)
     if n == 0:
         raise ValueError("mean_ci needs at least one value")
-    mean = math.fsum(arr.tolist()) / n
+    mean = math.fsum(vals) / n
     if n < 2:
         return MeanCI(mean=mean, half_width=None, n=1, sd=None, level=level)
-    sd = float(np.std(arr, ddof=1))
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (n - 1))
     half = t_quantile((1.0 + level) / 2.0, n - 1) * sd / math.sqrt(n)
     return MeanCI(mean=mean, half_width=half, n=n, sd=sd, level=level)
 
