@@ -1,10 +1,13 @@
 """numsweep analysis: tables, fits and a report from a sweep's Parquet results store.
 
-Commands (`python -m analysis <command> RESULTS`): `ablation` (per-loss held-out metrics, mean ±
-95% CI over seeds, paired t-tests against mle), `entropy` (digit entropy and accuracy over
-training), `scaling` (power-law fits against parameter count), `search` (best trials, parameter
-importance, Pareto front) and `report` (all of them as a static HTML page with figures).
+Commands (`python -m analysis <command> RESULTS`): `ablation` (per-loss held-out metrics in
+panels per split, mean ± CI over seeds, paired t-tests against mle with Holm-corrected p-values),
+`entropy` (digit entropy and accuracy over training), `scaling` (plain and saturating power laws
+against parameters, tokens seen or compute, the CE-vs-EE verdict, EE's share of CE), `search`
+(best trials, parameter importance, Pareto front) and `report` (a summary, then all of them, as a
+static HTML page with figures). Every command also prints JSON (`--format json`).
 
-Only polars, numpy, the standard library and (for figures) matplotlib are used here: the package
-never imports torch, ray, deepspeed or optuna, so results can be analysed on any machine.
+polars reads the store; scipy does the statistics (scipy.stats) and the saturating fit
+(scipy.optimize); matplotlib draws the figures. The package never imports torch, ray, deepspeed
+or optuna, so results can be analysed on any machine.
 """

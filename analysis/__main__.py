@@ -1,8 +1,10 @@
 """Command line: `python -m analysis {ablation,entropy,scaling,search,report} RESULTS [options]`.
 
-Tables go to stdout (Markdown by default; `--format csv` prints the numbers and sends the header
-and notes to stderr). Bad input (missing RESULTS, unknown experiment, metric, column or status)
-exits with status 2 and a one-line message.
+Tables go to stdout: Markdown by default; `--format csv` prints the numbers and sends the header
+and notes to stderr; `--format json` prints everything (header, settings, notes, every table's
+cells and full-precision records) as one JSON document; `--format latex` booktabs tables. Bad
+input (missing RESULTS, unknown experiment, metric, column, status or option value) exits with
+status 2 and a one-line message.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from analysis.choices import AGGREGATES, CORRECTIONS, FAMILIES, LR_MODES
 from analysis.store import ResultsError, open_store
 from analysis.table import FORMATS, Result, render, text_notes
 
@@ -50,31 +53,88 @@ def build_parser() -> argparse.ArgumentParser:
         )
         if name != "report":
             p.add_argument("--format", choices=FORMATS, default="md", help="output format")
+        p.add_argument(
+            "--level", type=float, default=0.95, help="confidence level of every interval"
+        )
         return p
 
+    def add_metrics(p: argparse.ArgumentParser, default: str) -> None:
+        p.add_argument(
+            "--metrics",
+            "--metric",
+            dest="metrics",
+            action="append",
+            metavar="M",
+            help=f"metric names or globs, repeatable or comma-separated (default: {default})",
+        )
+
+    def add_correction(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--correction",
+            choices=CORRECTIONS,
+            default="holm",
+            help="multiple-comparison correction of the paired tests' p-values",
+        )
+        p.add_argument(
+            "--family",
+            choices=FAMILIES,
+            default="table",
+            help="what one correction covers: every test of a table, of a metric column, or all",
+        )
+
     by_help = "configuration column(s) that define the rows (repeatable; default: loss)"
-    p = add("ablation", "per-loss table of held-out metrics: mean ± 95%% CI over seeds")
-    p.add_argument("--metric", action="append", help="metric name or glob (repeatable)")
+    p = add("ablation", "per-loss tables of held-out metrics: mean ± CI over seeds, paired tests")
+    add_metrics(p, "the headline metrics of every split")
+    p.add_argument(
+        "--all", action="store_true", help="every held-out metric (eval/*, gen/*) in the store"
+    )
     p.add_argument(
         "--value",
         action="append",
-        help="which value of a trial counts: final, best, step:N (repeatable; default: final,best)",
+        help="which value of a trial counts: final, best, step:N (repeatable; default: final)",
     )
     p.add_argument("--by", action="append", help=by_help)
     p.add_argument("--baseline", default="mle", help="loss the paired tests compare against")
+    add_correction(p)
 
     p = add("entropy", "digit entropy and digit accuracy over training per loss")
     p.add_argument("--by", action="append", help=by_help)
     p.add_argument("--baseline", default="mle", help="loss the final values are compared with")
     p.add_argument("--split", action="append", help="evaluation split(s) (default: all)")
+    add_correction(p)
 
-    p = add("scaling", "power-law fits of CE, EE, SA, log-confidence against parameter count")
+    p = add("scaling", "plain and saturating power-law fits, CE-vs-EE verdict, EE share of CE")
+    add_metrics(p, "CE, EE, SA and log-confidence of every split")
+    p.add_argument(
+        "--axis",
+        action="append",
+        help="N (parameters), D (tokens seen), C (6·N·D); repeatable or comma-separated "
+        "(default: N, and D, C when tokens seen vary across sizes)",
+    )
     p.add_argument(
         "--params", choices=("non_embedding", "total"), default="non_embedding", help="N to use"
     )
-    p.add_argument("--value", default="final", help="final or step:N (default: final)")
+    p.add_argument("--value", default="final", help="final, best or step:N (default: final)")
     p.add_argument("--by", action="append", help="group columns besides dataset/split")
-    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for a's CI")
+    p.add_argument(
+        "--aggregate",
+        choices=AGGREGATES,
+        default="size",
+        help="size: fit the per-size means over seeds (default); trial: every trial a point",
+    )
+    p.add_argument(
+        "--lr",
+        choices=LR_MODES,
+        default="best",
+        help="when the learning rate varies: best = per size only the best lr's trials "
+        "(default), pool = average over all",
+    )
+    p.add_argument(
+        "--select-by",
+        metavar="METRIC",
+        help="metric that picks the best learning rate (default: eval/<first split>/ce)",
+    )
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
 
     p = add("search", "best trials, parameter importance, Pareto front")
@@ -90,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--objective", action="append", help="search objective(s), as for search")
     p.add_argument("--params", choices=("non_embedding", "total"), default="non_embedding")
-    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for a's CI")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     return parser
 
 
@@ -108,18 +168,27 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
 
     args = build_parser().parse_args(argv)
     fmt_name = getattr(args, "format", "md")
+    from analysis.seed_stats import check_level
+
+    level = _parse_or_exit(check_level, args.level)
     store = open_store(args.results, _split_list(args.experiment) or None)
     statuses = {"statuses": _split_list(args.status)} if args.status else {}
     by = _split_list(getattr(args, "by", None)) or ["loss"]
     if args.command == "ablation":
         from analysis.ablation import ablation
 
+        if args.all and args.metrics:
+            raise ResultsError("--all and --metrics: give one of them")
         result = ablation(
             store,
-            metrics=_split_list(args.metric) or None,
-            values=_parse_or_exit(parse_values, args.value or ["final,best"]),
+            metrics=_split_list(args.metrics) or None,
+            all_metrics=args.all,
+            values=_parse_or_exit(parse_values, args.value or ["final"]),
             by=by,
             baseline=args.baseline,
+            level=level,
+            correction=args.correction,
+            family=args.family,
             **statuses,
         )
     elif args.command == "entropy":
@@ -130,20 +199,27 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             by=by,
             baseline=args.baseline,
             split_names=_split_list(args.split) or None,
+            level=level,
+            correction=args.correction,
+            family=args.family,
             **statuses,
         )
     elif args.command == "scaling":
         from analysis.scaling import scaling
 
-        if args.bootstrap < 1:
-            raise ResultsError(f"--bootstrap must be >= 1, got {args.bootstrap}")
         result = scaling(
             store,
+            metrics=_split_list(args.metrics) or None,
+            axes=_split_list(args.axis) or None,
             params=args.params,
             value=_parse_or_exit(parse_value, args.value),
             by=by,
+            aggregate=args.aggregate,
+            lr=args.lr,
+            select_by=args.select_by,
             n_boot=args.bootstrap,
             seed=args.seed,
+            level=level,
             **statuses,
         )
     elif args.command == "search":
@@ -168,6 +244,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             params=args.params,
             n_boot=args.bootstrap,
             value=FINAL,
+            level=level,
             **statuses,
         )
         return None, f"wrote {page}\n", fmt_name

@@ -1,6 +1,11 @@
-"""The ablation table: one row per arm (loss, or any configuration column), one column per
-held-out metric and value kind, cells = mean ± 95% t-interval over seeds, the best of each column
-marked, and a paired t-test of each arm against the baseline loss (mle) on the seeds both ran."""
+"""The ablation tables: one row per arm (loss, or any configuration column), one column per
+held-out metric and value kind, cells = mean ± t-interval over seeds, the best of each column
+marked (metrics without a better direction never are), and a paired t-test of each arm against
+the baseline loss (mle) on the seeds both ran, its p-values corrected for multiple comparisons
+(Holm by default) within a stated family.
+
+Metrics are laid out in panels, one table each (an evaluation split with the generation benchmark
+drawn from it, see analysis/headline.py); by default only the headline metrics are shown."""
 
 from __future__ import annotations
 
@@ -10,11 +15,22 @@ from collections.abc import Sequence
 import polars as pl
 
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
-from analysis.metric_names import default_held_out, resolve
+from analysis.choices import CORRECTIONS, FAMILIES, Correction
+from analysis.headline import headline, panel_title, panels, short_names
+from analysis.metric_names import resolve
 from analysis.metric_registry import direction
-from analysis.selection import BEST, FINAL, ValueSpec, select_values
+from analysis.seed_stats import (
+    MeanCI,
+    PairedTest,
+    adjust_p,
+    check_level,
+    mean_ci,
+    paired_t_tests,
+)
+from analysis.selection import FINAL, ValueSpec, select_values
 from analysis.store import (
     DEFAULT_STATUSES,
+    ResultsError,
     Store,
     current_trials,
     load_trials,
@@ -22,8 +38,7 @@ from analysis.store import (
     read_latest,
     trial_summary,
 )
-from analysis.table import DASH, Result, Table, fmt_p, fmt_pm, fmt_signed
-from analysis.tstats import MeanCI, PairedTest, mean_ci, paired_t_test
+from analysis.table import DASH, Result, Table, fmt_p, fmt_pm, fmt_pvalue, fmt_signed
 
 SeedValues = dict[str, float]
 """seed_key -> value (the mean over trials of that arm and seed, normally exactly one)."""
@@ -67,8 +82,13 @@ def arm_seed_values(
     return grouped.drop("n_trials"), notes
 
 
-def _column_label(metric: str, spec: ValueSpec, n_specs: int) -> str:
-    return f"{metric} ({spec.label})" if n_specs > 1 else metric
+CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no correction"}
+_SHORT = {"holm": "Holm", "bh": "BH"}
+
+
+def held_out_metrics(available: Sequence[str]) -> list[str]:
+    """Every eval/ and gen/ metric in the store (`--all`), sorted as the store lists them."""
+    return [m for m in available if m.startswith(("eval/", "gen/"))]
 
 
 def _best_rows(cells: list[MeanCI | None], metric: str) -> set[int]:
@@ -82,31 +102,86 @@ def _best_rows(cells: list[MeanCI | None], metric: str) -> set[int]:
     return set() if len(best) == len(means) else best
 
 
+Column = tuple[str, ValueSpec]
+
+
+def _adjusted(
+    tests: dict[tuple[str, str, ValueSpec], PairedTest],
+    panel_of_column: dict[Column, str],
+    correction: Correction,
+    family: str,
+) -> tuple[dict[tuple[str, str, ValueSpec], float], dict[str, int]]:
+    """Corrected p-value of every test that has one, and the size of each family by name."""
+    families: dict[str, list[tuple[str, str, ValueSpec]]] = defaultdict(list)
+    for key, test in tests.items():
+        if test.p is None:
+            continue
+        _, metric, spec = key
+        name = {
+            "table": panel_of_column[(metric, spec)],
+            "metric": f"{metric} ({spec.label})",
+            "all": "all",
+        }[family]
+        families[name].append(key)
+    out: dict[tuple[str, str, ValueSpec], float] = {}
+    for keys in families.values():
+        for key, p in zip(keys, adjust_p([tests[k].p for k in keys], correction), strict=True):
+            out[key] = p
+    return out, {name: len(keys) for name, keys in families.items()}
+
+
 def ablation(
     store: Store,
     *,
     metrics: Sequence[str] | None = None,
-    values: Sequence[ValueSpec] = (FINAL, BEST),
+    all_metrics: bool = False,
+    values: Sequence[ValueSpec] = (FINAL,),
     by: Sequence[str] = ("loss",),
     baseline: str = "mle",
     statuses: Sequence[str] = DEFAULT_STATUSES,
     level: float = 0.95,
+    correction: Correction = "holm",
+    family: str = "table",
 ) -> Result:
-    """Build the ablation result (a main table and, with several seeds, a paired-test table)."""
+    """Build the ablation result: per panel a table of mean ± CI over seeds and, with several
+    seeds, a table of paired tests against the baseline with corrected p-values."""
     if not values:
         raise ValueError("ablation needs at least one value kind")
-    title = "Ablation"
+    check_level(level)
+    if correction not in CORRECTIONS:
+        raise ResultsError(
+            f"--correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}"
+        )
+    if family not in FAMILIES:
+        raise ResultsError(f"--family must be one of {', '.join(FAMILIES)}, got {family!r}")
     trials, notes = current_trials(store, statuses)
-    result = Result("ablation", title, notes=[*store.notes, *notes])
+    result = Result("ablation", "Ablation", notes=[*store.notes, *notes])
     result.header.append(f"experiments: {', '.join(store.experiments)}")
+    result.settings = {
+        "level": level,
+        "values": [s.label for s in values],
+        "baseline": baseline,
+        "correction": correction,
+        "family": family,
+    }
     if trials.height == 0:
         return result
     available = metric_names(store)
-    chosen = resolve(metrics, available) if metrics else default_held_out(available)
+    if metrics:
+        chosen = resolve(metrics, available)
+    elif all_metrics:
+        chosen = held_out_metrics(available)
+    else:
+        chosen = headline(available)
+        if chosen:
+            result.notes.append(
+                "headline metrics only: choose others with --metrics (names or globs), "
+                "or show every held-out metric with --all"
+            )
     if not chosen:
         result.notes.append(
             "no held-out metrics (eval/<split>/... or gen/...) written yet: no table "
-            "(pick others with --metric)"
+            "(pick others with --metrics)"
         )
         return result
     arms = assign_arms(trials, by, baseline=baseline)
@@ -117,8 +192,8 @@ def ablation(
         result.notes.append(counts.note())
 
     # Columns: every chosen metric under every value kind, except `best` of metrics that have no
-    # better direction (digit entropy): those are shown for the other kinds only.
-    columns: list[tuple[str, ValueSpec]] = []
+    # better direction (digit entropy, log-confidence): those get the other kinds only.
+    columns: list[Column] = []
     undirected = []
     for metric in chosen:
         for spec in values:
@@ -154,11 +229,114 @@ def ablation(
     if not rows_in_use:
         result.notes.append("the analysed trials have no values for these metrics yet: no table")
         return result
-    header_cols = ["arm", "seeds"] + [_column_label(m, s, len(values)) for m, s in columns]
-    stats: dict[tuple[str, str, ValueSpec], MeanCI] = {}
-    for key, seeds in per.items():
-        stats[key] = mean_ci(list(seeds.values()), level)
-    table_rows = []
+    stats = {key: mean_ci(list(seeds.values()), level) for key, seeds in per.items()}
+    no_interval = {arm for (arm, _, _), ci in stats.items() if ci.half_width is None}
+    single = [a for a in rows_in_use if a in no_interval]
+    if single:
+        result.notes.append(f"one seed: no interval for {', '.join(single)}")
+
+    # Paired tests against the baseline arm on the seeds both have (all at once: see
+    # paired_t_tests).
+    base_of: dict[str, str] = {}
+    reasons: dict[str, str] = {}
+    keys: list[tuple[str, str, ValueSpec]] = []
+    pairs: list[tuple[list[float], list[float]]] = []
+    for arm in rows_in_use:
+        base, why = baseline_arm(arms, arm, value=baseline)
+        if base is None:
+            if why:
+                reasons[arm] = why
+            continue
+        base_of[arm] = base
+        for metric, spec in columns:
+            mine, theirs = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
+            common = sorted(set(mine) & set(theirs))
+            keys.append((arm, metric, spec))
+            pairs.append(([mine[s] for s in common], [theirs[s] for s in common]))
+    tests = dict(zip(keys, paired_t_tests(pairs), strict=True))
+    has_baseline = any(arms.key_values[a].get("loss") == baseline for a in rows_in_use)
+    if has_baseline:
+        by_reason: dict[str, list[str]] = defaultdict(list)
+        for arm, why in reasons.items():
+            by_reason[why].append(arm)
+        result.notes += [f"{'; '.join(arms_)}: {why}" for why, arms_ in by_reason.items()]
+
+    laid_out = panels([m for m, _ in dict.fromkeys((m, None) for m, _ in columns)])
+    panel_of_column = {(m, s): panel for panel, names in laid_out for m, s in columns if m in names}
+    adjusted, family_sizes = _adjusted(tests, panel_of_column, correction, family)
+    alpha = 1.0 - level
+    level_pct = f"{level * 100:g}%"
+    if adjusted:
+        sizes = sorted(set(family_sizes.values()))
+        span = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}"
+        what = {
+            "table": "all paired tests of one table",
+            "metric": "the tests of one metric column (every arm against the baseline)",
+            "all": "every paired test of this command",
+        }[family]
+        result.notes.append(
+            f"paired tests: two-sided paired t over common seeds; p-values corrected with "
+            f"{CORRECTION_NAMES[correction]}, family = {what} ({span} tests per family; "
+            f"--correction, --family); bold: corrected p < {alpha:g}"
+        )
+
+    result.header += [
+        trial_summary(trials),
+        f"value per trial: {', '.join(s.label for s in values)}",
+    ]
+    for panel, names in laid_out:
+        panel_columns = [(m, s) for m, s in columns if m in names]
+        result.tables += _panel_tables(
+            panel,
+            panel_columns,
+            rows_in_use,
+            arms=arms,
+            arm_seeds=arm_seeds,
+            stats=stats,
+            tests=tests,
+            adjusted=adjusted,
+            base_of=base_of,
+            n_values=len(values),
+            level_pct=level_pct,
+            alpha=alpha,
+            correction=correction,
+            family=family,
+            baseline=baseline,
+        )
+    if not adjusted:
+        if tests:
+            result.notes.append(
+                f"no paired test vs {baseline}: it needs at least 2 seeds that both arms ran "
+                "(and differences that are not all equal)"
+            )
+        elif not has_baseline:
+            result.notes.append(f"no {baseline} arm: no paired tests")
+    return result
+
+
+def _panel_tables(
+    panel: str,
+    columns: list[Column],
+    rows_in_use: list[str],
+    *,
+    arms: Arms,
+    arm_seeds: dict[str, int],
+    stats: dict[tuple[str, str, ValueSpec], MeanCI],
+    tests: dict[tuple[str, str, ValueSpec], PairedTest],
+    adjusted: dict[tuple[str, str, ValueSpec], float],
+    base_of: dict[str, str],
+    n_values: int,
+    level_pct: str,
+    alpha: float,
+    correction: Correction,
+    family: str,
+    baseline: str,
+) -> list[Table]:
+    """The mean ± CI table of one panel and, when it has any test, its paired-test table."""
+    metrics = list(dict.fromkeys(m for m, _ in columns))
+    short = dict(zip(metrics, short_names(metrics), strict=True))
+    labels = [short[m] + (f" ({s.label})" if n_values > 1 else "") for m, s in columns]
+    rows, records = [], []
     marked: set[tuple[int, int]] = set()
     for arm in rows_in_use:
         row = [arm, str(arm_seeds.get(arm, 0))]
@@ -171,108 +349,84 @@ def ablation(
             if ci.n < arm_seeds.get(arm, 0):
                 text += f" (n={ci.n})"
             row.append(text)
-        table_rows.append(row)
+        rows.append(row)
     for j, (metric, spec) in enumerate(columns):
         cells = [stats.get((arm, metric, spec)) for arm in rows_in_use]
         marked |= {(i, j + 2) for i in _best_rows(cells, metric)}
-    no_interval = {arm for (arm, _, _), ci in stats.items() if ci.half_width is None}
-    single = [a for a in rows_in_use if a in no_interval]
-    if single:
-        result.notes.append(f"one seed: no interval for {', '.join(single)}")
-
-    # Paired tests against the baseline arm on the seeds both have.
-    tests: dict[tuple[str, str, ValueSpec], PairedTest] = {}
-    base_of: dict[str, str] = {}
-    reasons: dict[str, str] = {}
-    for arm in rows_in_use:
-        base, why = baseline_arm(arms, arm, value=baseline)
-        if base is None:
-            if why:
-                reasons[arm] = why
-            continue
-        base_of[arm] = base
-        for metric, spec in columns:
-            mine, theirs = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
-            common = sorted(set(mine) & set(theirs))
-            tests[(arm, metric, spec)] = paired_t_test(
-                [mine[s] for s in common], [theirs[s] for s in common]
-            )
-    has_baseline = any(arms.key_values[a].get("loss") == baseline for a in rows_in_use)
-    if has_baseline:
-        by_reason: dict[str, list[str]] = defaultdict(list)
-        for arm, why in reasons.items():
-            by_reason[why].append(arm)
-        result.notes += [f"{'; '.join(arms_)}: {why}" for why, arms_ in by_reason.items()]
-
-    records = []
     for i, arm in enumerate(rows_in_use):
         for j, (metric, spec) in enumerate(columns):
             ci = stats.get((arm, metric, spec))
             if ci is None:
                 continue
             test = tests.get((arm, metric, spec))
-            base = base_of.get(arm) if test else None
             records.append(
                 {
+                    "panel": panel,
                     "arm": arm,
                     **{k: plain_value(arms.key_values[arm][k]) for k in arms.keys},
                     "metric": metric,
                     "value_kind": spec.label,
                     "n": ci.n,
                     "mean": ci.mean,
+                    "sd": ci.sd,
                     "ci_low": ci.low,
                     "ci_high": ci.high,
+                    "level": ci.level,
                     "best": (i, j + 2) in marked,
-                    "baseline_arm": base,
+                    "baseline_arm": base_of.get(arm) if test else None,
                     "n_pairs": test.n if test else None,
                     "mean_diff": test.mean_diff if test else None,
                     "t": test.t if test else None,
                     "p": test.p if test else None,
+                    "p_adjusted": adjusted.get((arm, metric, spec)),
+                    "correction": correction if test and test.p is not None else None,
+                    "family": family if test and test.p is not None else None,
+                    "no_test_reason": test.reason if test else None,
                 }
             )
-    level_pct = f"{level * 100:g}%"
-    main = Table(
-        name="ablation",
-        title=f"mean ± {level_pct} CI over seeds (t distribution); bold: best in column",
-        columns=header_cols,
-        rows=table_rows,
-        marked=marked,
-        data=pl.DataFrame(records, infer_schema_length=None),
-    )
-    result.tables.append(main)
-    result.header += [
-        trial_summary(trials),
-        f"value per trial: {', '.join(s.label for s in values)}",
+    name = f"ablation_{panel}"
+    out = [
+        Table(
+            name=name,
+            title=f"{panel_title(panel, metrics)} — mean ± {level_pct} CI over seeds "
+            "(t distribution); bold: best in column",
+            columns=["arm", "seeds", *labels],
+            rows=rows,
+            marked=marked,
+            data=pl.DataFrame(records, infer_schema_length=None),
+        )
     ]
-    sig_rows = []
+    sig_rows, sig_marked = [], set()
     for arm in rows_in_use:
         if arm not in base_of:
             continue
         row = [arm, base_of[arm]]
-        for metric, spec in columns:
+        for j, (metric, spec) in enumerate(columns):
             test = tests.get((arm, metric, spec))
             if test is None:
                 row.append(DASH)
-                continue
-            if test.p is None:
+            elif test.p is None:
                 row.append(f"{DASH} ({test.reason})")
             else:
-                row.append(f"Δ={fmt_signed(test.mean_diff)} {fmt_p(test.p)} (n={test.n})")
+                p_adj = adjusted[(arm, metric, spec)]
+                text = f"Δ={fmt_signed(test.mean_diff)} {fmt_p(test.p)}"
+                if correction != "none":
+                    text += f" ({_SHORT[correction]} {fmt_pvalue(p_adj)})"
+                # The pairs count only when fewer seeds pair up than the arm has.
+                row.append(text + (f" n={test.n}" if test.n < arm_seeds.get(arm, 0) else ""))
+                if p_adj < alpha:
+                    sig_marked.add((len(sig_rows), j + 2))
         sig_rows.append(row)
-    if any(t.p is not None for t in tests.values()):
-        result.tables.append(
+    if any(k in adjusted for k in ((a, m, s) for a in base_of for m, s in columns)):
+        out.append(
             Table(
-                name="ablation_vs_baseline",
-                title=f"paired t-test vs {baseline} on common seeds: Δ = arm − {baseline}",
-                columns=["arm", "baseline", *header_cols[2:]],
+                name=f"{name}_vs_baseline",
+                title=f"{panel_title(panel, metrics)} — paired t-test vs {baseline} on common "
+                f"seeds: Δ = arm − {baseline}, p two-sided, corrected p in brackets (n: pairs, "
+                f"where fewer than the arm's seeds); bold: corrected p < {alpha:g}",
+                columns=["arm", "baseline", *labels],
                 rows=sig_rows,
+                marked=sig_marked,
             )
         )
-    elif tests:
-        result.notes.append(
-            f"no paired test vs {baseline}: it needs at least 2 seeds that both arms ran "
-            "(and differences that are not all equal)"
-        )
-    elif not has_baseline:
-        result.notes.append(f"no {baseline} arm: no paired tests")
-    return result
+    return out

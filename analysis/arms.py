@@ -84,7 +84,13 @@ def assign_arms(
     notes = []
     if "seed" not in trials.columns:
         notes.append("the trials table has no seed column: every trial counts as its own seed")
-    members = trials.select("experiment", "trial_id", seed_key.alias("seed_key"), *keys)
+    # `experiment` may itself be a key (several experiments, the same losses): select it once.
+    members = trials.select(
+        "experiment",
+        "trial_id",
+        seed_key.alias("seed_key"),
+        *[k for k in keys if k not in ("experiment", "trial_id")],
+    )
     distinct = members.select(keys).unique().sort(keys, nulls_last=True)
     key_values = {}
     labels = []

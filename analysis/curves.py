@@ -11,8 +11,8 @@ import polars as pl
 
 from analysis.ablation import arm_seed_values
 from analysis.arms import Arms
+from analysis.seed_stats import t_quantile
 from analysis.store import Store, read_latest
-from analysis.tstats import t_quantile
 
 
 @dataclass(frozen=True)

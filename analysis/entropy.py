@@ -12,6 +12,7 @@ import polars as pl
 from analysis.ablation import ablation, arm_seed_values
 from analysis.arms import assign_arms
 from analysis.metric_names import splits
+from analysis.seed_stats import check_level, mean_ci
 from analysis.selection import FINAL
 from analysis.store import (
     CURVE_STATUSES,
@@ -25,7 +26,6 @@ from analysis.store import (
     trial_summary,
 )
 from analysis.table import DASH, Result, Table, fmt_pm
-from analysis.tstats import mean_ci
 
 LEAVES = ("digit_entropy", "digit_acc")
 
@@ -38,14 +38,18 @@ def entropy(
     split_names: Sequence[str] | None = None,
     statuses: Sequence[str] | None = None,
     level: float = 0.95,
+    correction: str = "holm",
+    family: str = "table",
 ) -> Result:
     """Curves (one table per split: arm × step) and a final-value summary with paired tests.
 
     `statuses` default: running trials join the curves (their steps so far) but not the summary
     of final values (finished trials only).
     """
+    check_level(level)
     trials, notes = current_trials(store, statuses or CURVE_STATUSES)
     result = Result("entropy", "Digit entropy and digit accuracy over training", notes=notes)
+    result.settings = {"level": level, "correction": correction, "family": family}
     result.notes[:0] = store.notes
     result.header.append(f"experiments: {', '.join(store.experiments)}")
     if trials.height == 0:
@@ -142,10 +146,13 @@ def entropy(
         by=by,
         baseline=baseline,
         statuses=statuses or DEFAULT_STATUSES,
+        level=level,
+        correction=correction,  # type: ignore[arg-type]
+        family=family,
     )
     for t in summary.tables:
-        t.name = "entropy_final" if t.name == "ablation" else "entropy_final_vs_baseline"
-        t.title = "final values: " + t.title
+        t.name = t.name.replace("ablation_", "entropy_final_", 1)
+        t.title = "final values, " + t.title
         result.tables.append(t)
     result.notes += [f"final values: {n}" for n in summary.all_notes() if n not in result.notes]
     return result

@@ -1,5 +1,6 @@
 """PNG figures for the report, drawn with matplotlib's Agg backend (no display needed): curves
-over training per arm, log-log scaling plots with the fitted lines, and the Pareto plot."""
+over training per arm (with CI bands), log-log scaling plots with both fitted forms, EE's share
+of CE against size, and the Pareto plot."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ matplotlib.use("Agg")  # files only; never a window, also on machines without a 
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import ticker
 
 from analysis.curves import Curve
 
@@ -24,6 +26,26 @@ DPI = 110
 def _colors(n: int) -> list[Any]:
     cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
     return [cmap(i % cmap.N) for i in range(n)]
+
+
+def first_step_dwarfs(curves: Sequence[Curve]) -> bool:
+    """Whether the first evaluation step's values lie so far from the rest that drawing them would
+    flatten every later difference: farther from the later values' median than three times the
+    later values' whole range (CE at step 0, before any training, is the case in point)."""
+    firsts, rest = [], []
+    for c in curves:
+        if c.steps.size >= 3 and c.steps[0] == 0:
+            firsts.append(c.mean[0])
+            rest.append(c.mean[1:])
+    if not firsts:
+        return False
+    later = np.concatenate(rest)
+    later = later[np.isfinite(later)]
+    if later.size == 0:
+        return False
+    span = float(np.ptp(later))
+    gap = float(np.max(np.abs(np.asarray(firsts) - np.median(later))))
+    return gap > 3.0 * span
 
 
 def plot_curves(
@@ -56,10 +78,13 @@ def plot_curves(
         colors = dict(zip(arms, _colors(len(arms)), strict=True))
         labels = {a: a for a in arms}
     for ax, metric in zip(axes[0], metrics, strict=True):
+        skip = first_step_dwarfs([curves[metric][a] for a in arms if a in curves[metric]])
         for arm in arms:
             c = curves[metric].get(arm)
             if c is None:
                 continue
+            if skip and c.steps.size and c.steps[0] == 0:
+                c = Curve(c.steps[1:], c.mean[1:], c.half[1:], c.n[1:])
             ax.plot(
                 c.steps,
                 c.mean,
@@ -78,7 +103,7 @@ def plot_curves(
                     alpha=0.18,
                     lw=0,
                 )
-        ax.set_xlabel("step")
+        ax.set_xlabel("step (step 0 left out: it dwarfs the rest)" if skip else "step")
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
     handles, names = axes[0][0].get_legend_handles_labels()
@@ -92,49 +117,108 @@ def plot_curves(
     return path
 
 
-def plot_scaling(
-    entries: Sequence[dict[str, Any]], leaves: Sequence[str], path: Path, title: str
-) -> Path:
-    """Log-log panels (one per metric leaf): each group's points and its fitted power law.
+AXIS_LABELS = {"N": "N (parameters)", "D": "D (tokens seen)", "C": "C ≈ 6·N·D"}
 
-    `entries` are the scaling result's figure data for one split: dicts with group, leaf,
-    n (N per point), m (M per point) and fit (PowerLawFit or None).
+
+def plot_scaling(
+    entries: Sequence[dict[str, Any]], metrics: Sequence[str], path: Path, title: str
+) -> Path:
+    """Log-log panels (one per metric): each group's points (per-size means with their CI as
+    error bars), the plain power law (solid) and the saturating form (dashed) over them.
+
+    `entries` are the scaling result's figure data for one split and axis: dicts with group,
+    metric, axis, n (x per point), m (M per point), half (CI half widths, nan where none), plain
+    (PowerLawFit or None) and saturating (SaturatingFit or None).
     """
-    leaves = [leaf for leaf in leaves if any(e["leaf"] == leaf for e in entries)]
-    if not leaves:
+    metrics = [m for m in metrics if any(e["metric"] == m for e in entries)]
+    if not metrics:
         raise ValueError("plot_scaling: no entries")
     groups = list(dict.fromkeys(e["group"] for e in entries))
     colors = dict(zip(groups, _colors(len(groups)), strict=True))
     fig, axes = plt.subplots(
-        1, len(leaves), figsize=(4.6 * len(leaves), 3.8), squeeze=False, constrained_layout=True
+        1, len(metrics), figsize=(4.6 * len(metrics), 3.9), squeeze=False, constrained_layout=True
     )
-    for ax, leaf in zip(axes[0], leaves, strict=True):
+    for ax, metric in zip(axes[0], metrics, strict=True):
         negative = False
         for e in entries:
-            if e["leaf"] != leaf:
+            if e["metric"] != metric:
                 continue
-            fit = e["fit"]
             m = np.asarray(e["m"], dtype=np.float64)
             n = np.asarray(e["n"], dtype=np.float64)
-            if fit is not None and fit.sign < 0:
-                negative = True
+            half = np.asarray(e["half"], dtype=np.float64)
+            plain, sat = e["plain"], e["saturating"]
+            negative |= bool(np.all(m < 0))
             shown = np.abs(m)
             ok = shown > 0
-            label = e["group"]
-            if fit is not None:
-                label += f": a={fit.a:.3g}"
-            ax.scatter(n[ok], shown[ok], s=14, color=colors[e["group"]], alpha=0.75, label=label)
-            if fit is not None:
-                grid = np.geomspace(n.min(), n.max(), 50)
-                ax.plot(grid, np.abs(fit.predict(grid)), color=colors[e["group"]], lw=1.3)
+            label = e["group"] or "all"
+            if plain is not None:
+                label += f": a={plain.a:.3g}"
+            if sat is not None:
+                label += f"; E={sat.E:.3g}, a={sat.a:.3g}"
+            color = colors[e["group"]]
+            err = np.where(np.isfinite(half), half, 0.0)[ok]
+            ax.errorbar(
+                n[ok],
+                shown[ok],
+                yerr=err,
+                fmt="o",
+                ms=3.5,
+                color=color,
+                alpha=0.8,
+                lw=0.8,
+                label=label,
+            )
+            grid = np.geomspace(n.min(), n.max(), 60)
+            if plain is not None:
+                ax.plot(grid, np.abs(plain.predict(grid)), color=color, lw=1.3)
+            if sat is not None:
+                ax.plot(grid, np.abs(sat.predict(grid)), color=color, lw=1.1, ls="--")
         ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("N (parameters)")
-        ax.set_ylabel(f"|{leaf}|" if negative else leaf)
+        low, high = ax.get_ylim()
+        flat = not (low > 0 and high >= 2 * low)
+        if not flat:
+            ax.set_yscale("log")
+            # Metrics rarely span a decade: plain numbers on the y ticks, the minor ticks
+            # labelled too when no major one falls in between.
+            ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3g"))
+            if high < 10 * low:
+                ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
+                ax.tick_params(axis="y", which="minor", labelsize=7)
+        ax.set_xlabel(AXIS_LABELS.get(entries[0]["axis"], "size"))
+        # Within a factor 2 a log y-axis looks linear anyway; linear ticks read better.
+        name = f"|{metric}|" if negative else metric
+        ax.set_ylabel(name + (" (linear y)" if flat else ""))
         ax.grid(alpha=0.3, which="both")
         if len(groups) <= MAX_LEGEND:
-            ax.legend(fontsize=7, loc="best")
-    fig.suptitle(title, fontsize=11)
+            ax.legend(fontsize=6.5, loc="best")
+    fig.suptitle(title + "  (solid: plain power law; dashed: E + A·N^a)", fontsize=10)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def plot_share(entries: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
+    """EE/CE against size (log x), one line per group and split, CI as error bars.
+
+    `entries`: the scaling result's `ee_share` figure data (group, split, axis, x, share, half).
+    """
+    if not entries:
+        raise ValueError("plot_share: no entries")
+    labels = [f"{e['group'] or 'all'}, {e['split']}" for e in entries]
+    colors = _colors(len(entries))
+    fig, ax = plt.subplots(figsize=(5.8, 4.0), constrained_layout=True)
+    for e, label, color in zip(entries, labels, colors, strict=True):
+        half = np.where(np.isfinite(e["half"]), e["half"], 0.0)
+        ax.errorbar(
+            e["x"], e["share"], yerr=half, fmt="o-", ms=3.5, lw=1.1, color=color, label=label
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel(AXIS_LABELS.get(entries[0]["axis"], "size"))
+    ax.set_ylabel("EE / CE")
+    ax.grid(alpha=0.3, which="both")
+    if len(entries) <= MAX_LEGEND:
+        ax.legend(fontsize=7, loc="best")
+    ax.set_title(title, fontsize=10)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path

@@ -1,6 +1,8 @@
-"""The static HTML report: ablation, entropy, scaling and search on one page with PNG figures,
-and every table also written as Markdown, CSV and LaTeX. Everything is referenced by relative path
-and styled inline, so the folder can be copied anywhere and opened offline."""
+"""The static HTML report: a short summary first (the headline ablation tables, the key figures,
+the scaling verdict), then ablation, entropy, scaling and search in full with PNG figures; every
+table also written as Markdown, CSV and LaTeX, and every command's result as JSON. Everything is
+referenced by relative path and styled inline, so the folder can be copied anywhere and opened
+offline."""
 
 from __future__ import annotations
 
@@ -19,7 +21,15 @@ from analysis.scaling import scaling
 from analysis.search import search
 from analysis.selection import FINAL, ValueSpec
 from analysis.store import CURVE_STATUSES, Store, current_trials, metric_names
-from analysis.table import Result, table_csv, table_html, table_latex, table_markdown
+from analysis.table import (
+    Result,
+    Table,
+    result_json,
+    table_csv,
+    table_html,
+    table_latex,
+    table_markdown,
+)
 
 _STYLE = """
 body { font-family: sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; }
@@ -34,20 +44,35 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.5em 0; display: block; 
 
 
 def _write_tables(result: Result, tables_dir: Path) -> dict[str, list[str]]:
-    """Write every table of `result` as .md/.csv/.tex; return name -> relative file paths."""
+    """Write every table of `result` as .md/.csv/.tex (numbers-only tables as .csv) and the whole
+    result as `<command>.json`; return table name -> relative file paths."""
     files = {}
     for t in result.tables:
         paths = []
-        for ext, text in (
-            ("md", f"{t.title}\n\n{table_markdown(t)}\n"),
-            ("csv", table_csv(t)),
-            ("tex", table_latex(t) + "\n"),
-        ):
+        texts = [("csv", table_csv(t))]
+        if t.show:
+            texts = [("md", f"{t.title}\n\n{table_markdown(t)}\n"), *texts]
+            texts.append(("tex", table_latex(t) + "\n"))
+        for ext, text in texts:
             path = tables_dir / f"{t.name}.{ext}"
             path.write_text(text, encoding="utf-8")
             paths.append(f"tables/{path.name}")
         files[t.name] = paths
+    path = tables_dir / f"{result.command}.json"
+    path.write_text(result_json(result), encoding="utf-8")
+    files[f"{result.command}.json"] = [f"tables/{path.name}"]
     return files
+
+
+def _table_block(t: Table, files: dict[str, list[str]]) -> list[str]:
+    links = " · ".join(
+        f'<a href="{html.escape(p)}">{p.rsplit(".", 1)[1]}</a>' for p in files.get(t.name, [])
+    )
+    return [
+        f"<h3>{html.escape(t.title)}</h3>",
+        f'<div class="scroll">{table_html(t)}</div>',
+        f'<p class="files">files: {links}</p>',
+    ]
 
 
 def _section(result: Result, files: dict[str, list[str]], images: Sequence[tuple[str, str]]) -> str:
@@ -56,12 +81,22 @@ def _section(result: Result, files: dict[str, list[str]], images: Sequence[tuple
     for src, alt in images:
         parts.append(f'<img src="{html.escape(src)}" alt="{html.escape(alt)}">')
     for t in result.tables:
+        if t.show:
+            parts += _table_block(t, files)
+    hidden = [t for t in result.tables if not t.show]
+    if hidden:
         links = " · ".join(
-            f'<a href="{html.escape(p)}">{p.rsplit(".", 1)[1]}</a>' for p in files.get(t.name, [])
+            f'<a href="{html.escape(p)}">{html.escape(t.name)}</a>'
+            for t in hidden
+            for p in files.get(t.name, [])
         )
-        parts.append(f"<h3>{html.escape(t.title)}</h3>")
-        parts.append(f'<div class="scroll">{table_html(t)}</div>')
-        parts.append(f'<p class="files">files: {links}</p>')
+        parts.append(f'<p class="files">numbers only: {links}</p>')
+    json_file = files.get(f"{result.command}.json")
+    if json_file:
+        parts.append(
+            f'<p class="files">everything above as JSON: '
+            f'<a href="{html.escape(json_file[0])}">{html.escape(json_file[0])}</a></p>'
+        )
     notes = result.all_notes()
     if notes:
         items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
@@ -75,10 +110,65 @@ def _loss_of(arms: Arms) -> dict[str, str]:
     return {a: str(v.get("loss", a)) for a, v in arms.key_values.items()}
 
 
-def _curve_title(what: str, arms: Arms) -> str:
+def _curve_title(what: str, arms: Arms, level: float) -> str:
     if len(arms.order) > figures.MAX_LEGEND:
         return f"{what}: {len(arms.order)} arms, mean over seeds, coloured by loss"
-    return f"{what}: per arm, mean over seeds (band: 95% CI)"
+    return f"{what}: per arm, mean over seeds (band: {level * 100:g}% CI)"
+
+
+def _summary(
+    abl: Result,
+    sca: Result,
+    files: dict[str, list[str]],
+    images: Sequence[tuple[str, str]],
+) -> str:
+    """The page's first section: the headline tables, the key figures and the scaling verdict,
+    each also in its own section below."""
+    parts = ["<h2>Summary</h2>"]
+    parts += [f"<p>{html.escape(line)}</p>" for line in abl.header]
+    for t in abl.tables:
+        if not t.name.endswith("_vs_baseline"):
+            parts += _table_block(t, files)
+    for src, alt in images:
+        parts.append(f'<img src="{html.escape(src)}" alt="{html.escape(alt)}">')
+    for t in sca.tables:
+        if t.name == "scaling_verdict":
+            parts += _table_block(t, files)
+    if len(parts) == 1 + len(abl.header):
+        parts.append("<p><i>Nothing to summarise yet: see the sections below.</i></p>")
+    parts.append("<p>Details, notes and every other table follow.</p>")
+    return "\n".join(parts)
+
+
+def _scaling_figures(sca: Result, fig_dir: Path) -> list[tuple[str, str]]:
+    """One log-log figure per split and axis (CE, EE, SA, log-confidence, or the metrics fitted),
+    and EE's share of CE against size."""
+    images = []
+    entries = sca.figure_data.get("scaling", [])
+
+    def split_of(metric: str) -> str:
+        parts = metric.split("/")
+        return parts[1] if parts[0] == "eval" and len(parts) >= 3 else "other"
+
+    for split, axis in dict.fromkeys((split_of(e["metric"]), e["axis"]) for e in entries):
+        mine = [e for e in entries if split_of(e["metric"]) == split and e["axis"] == axis]
+        if not any(e["plain"] is not None for e in mine):
+            continue
+        names = list(dict.fromkeys(e["metric"] for e in mine))
+        leaves = [f"eval/{split}/{leaf}" for leaf in DECOMPOSITION_LEAVES]
+        names = [m for m in leaves if m in names] + [m for m in names if m not in leaves]
+        suffix = "" if axis == "N" else f"_{axis}"
+        path = fig_dir / f"scaling_{split}{suffix}.png"
+        figures.plot_scaling(
+            mine, names[:6], path, f"log-log scaling against {axis}, split {split}"
+        )
+        images.append((f"figures/{path.name}", f"scaling against {axis}, split {split}"))
+    shares = sca.figure_data.get("ee_share", [])
+    if shares:
+        path = fig_dir / "ee_share.png"
+        figures.plot_share(shares, path, "error entropy's share of CE against size")
+        images.append((f"figures/{path.name}", "EE share of CE against size"))
+    return images
 
 
 def write_report(
@@ -90,21 +180,22 @@ def write_report(
     n_boot: int = 2000,
     value: ValueSpec = FINAL,
     statuses: Sequence[str] | None = None,
+    level: float = 0.95,
 ) -> Path:
-    """Write `out`/index.html, `out`/figures/*.png and `out`/tables/*.{md,csv,tex}; return the
-    page's path."""
+    """Write `out`/index.html, `out`/figures/*.png and `out`/tables/*.{md,csv,tex,json}; return
+    the page's path."""
     out = Path(out)
     fig_dir, tables_dir = out / "figures", out / "tables"
     fig_dir.mkdir(parents=True, exist_ok=True)
     tables_dir.mkdir(parents=True, exist_ok=True)
     status_kw = {"statuses": list(statuses)} if statuses else {}
-    sections = []
+    files: dict[str, list[str]] = {}
 
     # Ablation, with learning curves per arm (running trials included: their steps so far).
-    abl = ablation(store, **status_kw)
+    abl = ablation(store, level=level, **status_kw)
     curve_trials, _ = current_trials(store, statuses or CURVE_STATUSES)
     available = metric_names(store)
-    images = []
+    abl_images = []
     if curve_trials.height:
         arms = assign_arms(curve_trials)
         learning = [
@@ -113,21 +204,21 @@ def write_report(
             if m in available
         ]
         if learning:
-            curves, _ = metric_curves(store, arms, learning)
+            curves, _ = metric_curves(store, arms, learning, level)
             if curves:
                 figures.plot_curves(
                     curves,
                     learning,
                     arms.order,
                     fig_dir / "learning_curves.png",
-                    _curve_title("learning curves", arms),
+                    _curve_title("learning curves", arms, level),
                     family=_loss_of(arms),
                 )
-                images.append(("figures/learning_curves.png", "learning curves per arm"))
-    sections.append(_section(abl, _write_tables(abl, tables_dir), images))
+                abl_images.append(("figures/learning_curves.png", "learning curves per arm"))
+    files.update(_write_tables(abl, tables_dir))
 
-    ent = entropy(store, statuses=statuses)
-    images = []
+    ent = entropy(store, statuses=statuses, level=level)
+    ent_images = []
     if curve_trials.height:
         arms = assign_arms(curve_trials)
         for split in splits(available):
@@ -135,7 +226,7 @@ def write_report(
             names = [n for n in names if n in available]
             if not names:
                 continue
-            curves, _ = metric_curves(store, arms, names)
+            curves, _ = metric_curves(store, arms, names, level)
             if curves:
                 path = fig_dir / f"entropy_{split}.png"
                 figures.plot_curves(
@@ -143,41 +234,38 @@ def write_report(
                     names,
                     arms.order,
                     path,
-                    _curve_title(f"digit entropy and accuracy over training, split {split}", arms),
+                    _curve_title(
+                        f"digit entropy and accuracy over training, split {split}", arms, level
+                    ),
                     family=_loss_of(arms),
                 )
-                images.append((f"figures/{path.name}", f"entropy curves, split {split}"))
-    sections.append(_section(ent, _write_tables(ent, tables_dir), images))
+                ent_images.append((f"figures/{path.name}", f"entropy curves, split {split}"))
+    files.update(_write_tables(ent, tables_dir))
 
-    sca = scaling(store, params=params, value=value, n_boot=n_boot, **status_kw)
-    images = []
-    entries = sca.figure_data.get("scaling", [])
-    for split in dict.fromkeys(e["split"] for e in entries):
-        mine = [e for e in entries if e["split"] == split]
-        if not any(e["fit"] is not None for e in mine):
-            continue
-        path = fig_dir / f"scaling_{split}.png"
-        figures.plot_scaling(
-            mine,
-            DECOMPOSITION_LEAVES,
-            path,
-            f"log-log scaling with fitted power laws, split {split}",
-        )
-        images.append((f"figures/{path.name}", f"scaling plots, split {split}"))
-    sections.append(_section(sca, _write_tables(sca, tables_dir), images))
+    sca = scaling(store, params=params, value=value, n_boot=n_boot, level=level, **status_kw)
+    sca_images = _scaling_figures(sca, fig_dir)
+    files.update(_write_tables(sca, tables_dir))
 
     sea = search(store, objectives=objectives, value=value, **status_kw)
-    images = []
+    sea_images = []
     pareto = sea.figure_data.get("pareto")
     if pareto is not None:
         figures.plot_pareto(
             pareto["points"], pareto["front"], pareto["objectives"], fig_dir / "pareto.png"
         )
-        images.append(("figures/pareto.png", "Pareto front"))
+        sea_images.append(("figures/pareto.png", "Pareto front"))
     elif not sea.tables or len(objectives) < 2:
         sea.notes.append("one objective: no Pareto front (give --objective twice for one)")
-    sections.append(_section(sea, _write_tables(sea, tables_dir), images))
+    files.update(_write_tables(sea, tables_dir))
 
+    key_images = ent_images[:1] + sca_images[:1] + [i for i in sca_images if "ee_share" in i[0]]
+    sections = [
+        _summary(abl, sca, files, key_images),
+        _section(abl, files, abl_images),
+        _section(ent, files, ent_images),
+        _section(sca, files, sca_images),
+        _section(sea, files, sea_images),
+    ]
     experiments = html.escape(", ".join(store.experiments))
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!DOCTYPE html>

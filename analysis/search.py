@@ -1,6 +1,7 @@
 """The hyper-parameter search view, from the Parquet results alone: the best trials by the
-objective, how much of the objective's variance each parameter explains on its own, and, for
-several objectives, the Pareto front (trials no other trial beats on every objective)."""
+objective, how much of the objective's variance each parameter explains on its own (η², with a
+rank test from scipy.stats: Spearman's ρ for numeric parameters, Kruskal–Wallis for the others),
+and, for several objectives, the Pareto front (trials no other trial beats on every objective)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+from scipy import stats
 
 from analysis.arms import format_value, plain_value
 from analysis.metric_names import splits
@@ -24,7 +26,7 @@ from analysis.store import (
     read_latest,
     trial_summary,
 )
-from analysis.table import DASH, Result, Table, fmt
+from analysis.table import DASH, Result, Table, fmt, fmt_p
 
 MAX_BINS = 5
 """Numeric parameters with more distinct values than this are cut into this many quantile bins
@@ -114,6 +116,24 @@ def eta_squared(y: np.ndarray, labels: Sequence[str]) -> float | None:
         for g in set(labels)
     )
     return between / total
+
+
+def rank_test(y: np.ndarray, values: Sequence[object]) -> tuple[float | None, float | None]:
+    """(Spearman's ρ, its p) for a numeric parameter, (None, Kruskal–Wallis p) for a categorical
+    one: does the objective move with the parameter at all? Trials without the parameter (null)
+    are left out; (None, None) when the test is undefined (one level, constant objective)."""
+    keep = [i for i, v in enumerate(values) if v is not None]
+    if len(keep) < 3:
+        return None, None
+    yk = np.asarray(y, dtype=np.float64)[keep]
+    vk = [values[i] for i in keep]
+    if np.ptp(yk) == 0 or len(set(vk)) < 2:
+        return None, None
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in vk):
+        res = stats.spearmanr(np.asarray(vk, dtype=np.float64), yk)
+        return float(res.statistic), float(res.pvalue)
+    groups = [yk[[j for j, v in enumerate(vk) if v == level]] for level in dict.fromkeys(vk)]
+    return None, float(stats.kruskal(*groups).pvalue)
 
 
 def search(
@@ -248,12 +268,14 @@ def search(
             y = complete[c].to_numpy()
             scored = []
             for p in params:
-                labels, k = _levels(complete[p].to_list())
-                scored.append((p, eta_squared(y, labels), k))
+                raw = complete[p].to_list()
+                labels, k = _levels(raw)
+                scored.append((p, eta_squared(y, labels), k, *rank_test(y, raw)))
             scored.sort(key=lambda t: -1.0 if t[1] is None else t[1], reverse=True)
-            for p, eta, k in scored:
+            for p, eta, k, rho, p_value in scored:
                 chance = (k - 1) / (n - 1)
-                rows.append([o.label, p, fmt(eta), str(k), fmt(chance)])
+                test = DASH if p_value is None else fmt_p(p_value)
+                rows.append([o.label, p, fmt(eta), str(k), fmt(chance), fmt(rho, 3), test])
                 records.append(
                     {
                         "objective": o.metric,
@@ -261,6 +283,13 @@ def search(
                         "eta_squared": eta,
                         "levels": k,
                         "chance": chance,
+                        "spearman_rho": rho,
+                        "p": p_value,
+                        "test": None
+                        if p_value is None
+                        else "spearman"
+                        if rho is not None
+                        else "kruskal",
                         "trials": n,
                     }
                 )
@@ -269,7 +298,15 @@ def search(
                 name="search_importance",
                 title="parameter importance: η² = share of the objective's variance explained "
                 "by the parameter alone",
-                columns=["objective", "parameter", "η²", "levels", "chance (k−1)/(n−1)"],
+                columns=[
+                    "objective",
+                    "parameter",
+                    "η²",
+                    "levels",
+                    "chance (k−1)/(n−1)",
+                    "Spearman ρ",
+                    "p (ρ or Kruskal–Wallis)",
+                ],
                 rows=rows,
                 data=pl.DataFrame(records, infer_schema_length=None),
             )
@@ -277,6 +314,8 @@ def search(
         result.notes.append(
             f"η² is one parameter at a time (correlated parameters are not separated); numeric "
             f"parameters with more than {MAX_BINS} values are cut into {MAX_BINS} quantile bins; "
-            "with k levels over n trials a parameter without effect scores about (k−1)/(n−1)"
+            "with k levels over n trials a parameter without effect scores about (k−1)/(n−1); "
+            "p: Spearman's rank correlation for numeric parameters, Kruskal–Wallis across levels "
+            "for the others (trials without the parameter left out), uncorrected"
         )
     return result

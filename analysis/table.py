@@ -1,18 +1,20 @@
 """What a command produces (tables of formatted cells plus the numbers behind them, and notes for
-the reader) and how it is written out: Markdown, CSV, LaTeX, HTML."""
+the reader) and how it is written out: Markdown, CSV, LaTeX, JSON, HTML."""
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import io
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import polars as pl
 
-Format = Literal["md", "csv", "latex"]
-FORMATS: tuple[str, ...] = ("md", "csv", "latex")
+Format = Literal["md", "csv", "latex", "json"]
+FORMATS: tuple[str, ...] = ("md", "csv", "latex", "json")
 DASH = "—"
 """Shown in a cell that has no number; the notes say why."""
 
@@ -39,11 +41,34 @@ def fmt_pm(mean: float, half: float | None) -> str:
     return fmt(mean) if half is None else f"{fmt(mean)} ± {fmt(half, 2)}"
 
 
-def fmt_p(p: float | None) -> str:
-    """A p-value as "p=0.0321" (three significant digits), "p<1e-4" below that."""
+def fmt_pvalue(p: float | None) -> str:
+    """A p-value as "0.0321" (three significant digits), "<1e-4" below that."""
     if p is None:
-        return f"p={DASH}"
-    return "p<1e-4" if p < 1e-4 else f"p={p:.3g}"
+        return DASH
+    return "<1e-4" if p < 1e-4 else f"{p:.3g}"
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value as "p=0.0321", "p<1e-4" below 1e-4."""
+    text = fmt_pvalue(p)
+    return "p" + text if text.startswith("<") else "p=" + text
+
+
+def fmt_pct(x: float | None, signed: bool = False) -> str:
+    """A relative error as a percentage with two significant digits ("1.3%", "+0.42%")."""
+    if x is None or not math.isfinite(x):
+        return fmt(x)
+    if abs(x) >= 10:  # a refit that ran off: the size says all there is to say
+        return "<-999%" if x < 0 else ">999%"
+    text = f"{100 * x:.2g}%"
+    return "+" + text if signed and x > 0 else text
+
+
+def fmt_ci(low: float | None, high: float | None, digits: int = 3) -> str:
+    """ "[low, high]" or the dash."""
+    if low is None or high is None:
+        return DASH
+    return f"[{fmt(low, digits)}, {fmt(high, digits)}]"
 
 
 @dataclass
@@ -58,6 +83,9 @@ class Table:
     marked: set[tuple[int, int]] = field(default_factory=set)
     data: pl.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    show: bool = True
+    """False for tables of numbers only (per-size points, say): written as CSV and JSON and as
+    report files, left out of Markdown, LaTeX and the report page's text."""
 
 
 @dataclass
@@ -71,6 +99,8 @@ class Result:
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     figure_data: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    """The options that shaped the numbers (level, correction and its family, ...), for JSON."""
 
     def all_notes(self) -> list[str]:
         """Result notes then table notes, without repeats."""
@@ -151,7 +181,11 @@ def table_csv(table: Table) -> str:
     """The table's numbers in tidy form (one line per value) when it has them, else its cells."""
     buf = io.StringIO()
     if table.data is not None:
-        table.data.write_csv(buf)
+        # CSV has no lists: a list cell (the learning rates tried, say) becomes "a;b;c".
+        nested = [c for c, t in table.data.schema.items() if isinstance(t, pl.List)]
+        table.data.with_columns(
+            pl.col(c).cast(pl.List(pl.String())).list.join(";") for c in nested
+        ).write_csv(buf)
     else:
         pl.DataFrame(
             {c: [r[j] for r in table.rows] for j, c in enumerate(table.columns)},
@@ -177,27 +211,82 @@ def table_html(table: Table) -> str:
 
 def render(result: Result, fmt_name: Format) -> str:
     """The whole result as text. Markdown and LaTeX carry the header and notes with the tables;
-    CSV is the tables alone (each after a `# name` line when there are several) and the CLI sends
-    header and notes to stderr."""
+    JSON everything. CSV is the numbers alone (the CLI sends header and notes to stderr): one
+    tidy table when every table's records share their columns (the ablation's panels: the
+    paired tests' numbers are in the same records), else each table after a `# name` line."""
     if fmt_name == "csv":
+        with_data = [t for t in result.tables if t.data is not None]
+        same = len({tuple(t.data.columns) for t in with_data}) == 1
+        if with_data and same and len(with_data) > 1:
+            frames = [t.data for t in with_data]
+            merged = Table("all", "", [], [], data=pl.concat(frames, how="diagonal_relaxed"))
+            return table_csv(merged)
         if len(result.tables) == 1:
             return table_csv(result.tables[0])
         return "\n".join(f"# {t.name}\n{table_csv(t)}" for t in result.tables)
+    if fmt_name == "json":
+        return result_json(result)
+    hidden = [t.name for t in result.tables if not t.show]
+    shown = [t for t in result.tables if t.show]
     if fmt_name == "latex":
         out = [f"% {latex_escape(line)}" for line in [result.title, *result.header]]
-        for t in result.tables:
+        for t in shown:
             out += ["", table_latex(t)]
-        out += [""] + [f"% note: {latex_escape(n)}" for n in result.all_notes()]
+        notes = result.all_notes()
+        if hidden:
+            notes.append(f"numbers only, in --format csv or json: {', '.join(hidden)}")
+        out += [""] + [f"% note: {latex_escape(n)}" for n in notes]
         return "\n".join(out).rstrip() + "\n"
     if fmt_name != "md":
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt_name!r}")
     out = [f"# {result.title}", ""] + [f"{line}  " for line in result.header]
-    for t in result.tables:
+    for t in shown:
         out += ["", f"## {t.title}", "", table_markdown(t)]
     notes = result.all_notes()
+    if hidden:
+        notes.append(f"numbers only, in --format csv or json: {', '.join(hidden)}")
     if notes:
         out += ["", "Notes:"] + [f"- {n}" for n in notes]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe scalar: NaN and infinities as null, timestamps as ISO strings."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def result_json(result: Result) -> str:
+    """The whole result as one JSON document: title, header, settings, notes, and every table
+    with its display cells and its full-precision records (the numbers a README quotes)."""
+    doc = {
+        "command": result.command,
+        "title": result.title,
+        "header": result.header,
+        "settings": result.settings,
+        "notes": result.all_notes(),
+        "tables": [
+            {
+                "name": t.name,
+                "title": t.title,
+                "columns": t.columns,
+                "rows": t.rows,
+                "marked": sorted([i, j] for i, j in t.marked),
+                "records": [] if t.data is None else t.data.to_dicts(),
+            }
+            for t in result.tables
+        ],
+    }
+    # Compact: with `indent` json falls back to its pure-Python encoder (seconds on a report of
+    # hundreds of arms); `python -m json.tool` or jq pretty-print it.
+    return json.dumps(_plain(doc), ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def text_notes(result: Result) -> str:

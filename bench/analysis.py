@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pandas is imported only inside the pandas jobs (their impor
     import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-LOSSES = ("mle", "del", "ntl", "dist2", "mixce", "emo", "compensated", "ntl_was")
+LOSSES = ("mle", "del", "ntl_mse", "dist2", "mixce", "emo", "compensated", "ntl_was")
 SIZES = {"xs": 1_000_000, "s": 4_000_000, "m": 16_000_000, "l": 64_000_000, "xl": 256_000_000}
 LRS = (1e-4, 2e-4, 3e-4, 5e-4, 7e-4, 1e-3, 1.5e-3, 2e-3, 3e-3, 5e-3)
 SEEDS = (0, 1, 2, 3, 4)
@@ -83,43 +83,51 @@ def _pandas_final(latest: pd.DataFrame) -> pd.DataFrame:
 
 def _pandas_seed_stats(values: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Mean ± t-interval over seeds per arm (arm = loss, lr, model here)."""
-    from analysis.tstats import t_quantile
+    from scipy import stats
 
     merged = values.merge(trials[trials["status"] == "TERMINATED"], on=["experiment", "trial_id"])
     per_seed = merged.groupby(["loss", "lr", "model", "seed", *keys], as_index=False)[
         "value"
     ].mean()
     out = per_seed.groupby(["loss", "lr", "model", *keys])["value"].agg(["mean", "std", "count"])
-    t = out["count"].map(lambda n: t_quantile(0.975, n - 1) if n > 1 else float("nan"))
-    out["half"] = t * out["std"] / out["count"] ** 0.5
+    out["half"] = stats.t.ppf(0.975, out["count"] - 1) * out["std"] / out["count"] ** 0.5
     return out
+
+
+def _pandas_paired(values: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> None:
+    """Paired t-tests of every arm against mle (same lr, model, seeds), Holm within a metric."""
+    import numpy as np
+    from scipy import stats
+
+    merged = values.merge(trials[trials["status"] == "TERMINATED"], on=["experiment", "trial_id"])
+    wide = merged.pivot_table(
+        index=["lr", "model", "seed", *keys], columns="loss", values="value"
+    ).reset_index()
+    for _, group in wide.groupby(["lr", "model", *keys]):
+        p = [
+            stats.ttest_rel(group[loss], group["mle"], nan_policy="omit").pvalue
+            for loss in LOSSES
+            if loss != "mle"
+        ]
+        order = np.argsort(p)
+        np.maximum.accumulate(np.asarray(p)[order] * (len(p) - np.arange(len(p))))
 
 
 def pandas_job(job: str, store: Path) -> None:
     """The pandas counterpart of one analysis command (the table numbers, not the rendering)."""
-    import numpy as np
-
     trials = _pandas_trials(store)
     if job == "ablation":
-        leaves = (
-            "digit_acc",
-            "ce",
-            "error_entropy",
-            "self_alignment",
-            "log_confidence",
-            "digit_entropy",
-        )
+        # The headline metrics (final values): mean ± CI per arm, paired tests against mle.
+        leaves = ("digit_acc", "digit_entropy", "ce", "error_entropy")
         names = [f"eval/{s}/{leaf}" for s in ("test", "extra") for leaf in leaves]
-        names += [f"gen/{b}/exact_match" for b in ("mathgen", "gsm8k", "svamp")] + ["gen/macc"]
-        latest = _pandas_latest(store, names)
-        final = _pandas_final(latest)
+        names += [
+            f"gen/{b}/{leaf}"
+            for b in ("mathgen", "mathgen_extra", "gsm8k")
+            for leaf in ("exact_match", "mae")
+        ] + ["gen/macc"]
+        final = _pandas_final(_pandas_latest(store, names))
         _pandas_seed_stats(final, trials, ["metric"])
-        # best: the larger value for accuracies, the smaller for the rest (entropy left out)
-        higher = latest["metric"].str.contains("acc|exact_match|macc|log_confidence")
-        score = np.where(higher, latest["value"], -latest["value"])
-        ranked = latest.assign(score=score)[~latest["metric"].str.endswith("digit_entropy")]
-        idx = ranked.groupby(["experiment", "trial_id", "metric"])["score"].idxmax()
-        _pandas_seed_stats(latest.loc[idx], trials, ["metric"])
+        _pandas_paired(final, trials, ["metric"])
     elif job == "entropy":
         names = [
             f"eval/{s}/{leaf}" for s in ("test", "extra") for leaf in ("digit_entropy", "digit_acc")
@@ -127,7 +135,10 @@ def pandas_job(job: str, store: Path) -> None:
         latest = _pandas_latest(store, names)
         _pandas_seed_stats(latest, trials, ["metric", "step"])
     elif job == "scaling":
-        from analysis.powerlaw import fit_power_law
+        # Best lr per (loss, size) by mean eval/test/ce, per-size means over seeds, then both
+        # forms with scipy (linregress; curve_fit for E + A·N^a) and leave-one-size-out refits.
+        import numpy as np
+        from scipy import optimize, stats
 
         leaves = ("ce", "error_entropy", "self_alignment", "log_confidence")
         names = ["model/params_non_embedding"]
@@ -140,8 +151,20 @@ def pandas_job(job: str, store: Path) -> None:
         points = points.merge(
             trials[trials["status"] == "TERMINATED"], on=["experiment", "trial_id"]
         )
-        for _, group in points.groupby(["loss", "metric"]):
-            fit_power_law(group["N"].to_numpy(), group["value"].to_numpy(), n_boot=2000)
+        ce = points[points["metric"] == "eval/test/ce"]
+        by_lr = ce.groupby(["loss", "N", "lr"])["value"].mean().reset_index()
+        best = by_lr.loc[by_lr.groupby(["loss", "N"])["value"].idxmin(), ["loss", "N", "lr"]]
+        means = points.merge(best).groupby(["loss", "metric", "N"])["value"].mean().reset_index()
+
+        def sat(x: np.ndarray, e: float, b: float, a: float) -> np.ndarray:
+            return np.log(np.maximum(e + b * np.exp(a * (x - x.mean())), 1e-300))
+
+        for _, group in means.groupby(["loss", "metric"]):
+            x, y = np.log(group["N"].to_numpy()), np.log(group["value"].to_numpy())
+            for keep in [np.ones(x.size, bool), *(np.arange(x.size) != i for i in range(x.size))]:
+                stats.linregress(x[keep], y[keep])
+                with contextlib.suppress(RuntimeError):
+                    optimize.curve_fit(sat, x[keep], y[keep], p0=(0.5, 1.0, -0.2), maxfev=2000)
     elif job == "search":
         final = _pandas_final(_pandas_latest(store, ["gen/macc"]))
         done = final.merge(trials[trials["status"] == "TERMINATED"], on=["experiment", "trial_id"])
@@ -171,7 +194,9 @@ def child(engine: str, job: str, store: Path, out: Path) -> None:
     """Runs in the fresh subprocess: import, time the job, print one JSON line."""
     t0 = time.perf_counter()
     if engine == "polars":
-        import analysis.__main__  # noqa: F401 - import cost measured apart from the job
+        # Import cost measured apart from the job: the CLI and the command modules (scipy).
+        import analysis.__main__
+        import analysis.report  # noqa: F401 - imports every command module
     else:
         import pandas  # noqa: F401
     t1 = time.perf_counter()
@@ -208,7 +233,7 @@ def generate(store: Path, steps: int) -> None:
     """Runs in its own subprocess: write the store and print what was written."""
     import shutil
 
-    from analysis.synthetic import generate_store
+    from tests.synthetic_sweep import generate_store
 
     shutil.rmtree(store, ignore_errors=True)
     t0 = time.perf_counter()

@@ -1,18 +1,31 @@
 """Hand-written results stores for the analysis tests: every value is spelled out here, so the
-expected tables in the tests can be derived from these numbers by arithmetic."""
+expected tables in the tests can be derived from these numbers by arithmetic. They are written
+through the sweep's own writer (tests/synthetic_sweep.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
 
-from analysis.synthetic import write_metrics_part, write_trials_part
+from analysis.results import trial_row
+from tests.synthetic_sweep import trial_config, write_metric_rows, write_trial_states
 
 T0 = dt.datetime(2025, 3, 1, tzinfo=dt.UTC)
 
 
 def at(seconds: float) -> dt.datetime:
     return T0 + dt.timedelta(seconds=seconds)
+
+
+def holm_by_definition(p: list[float]) -> list[float]:
+    """Holm's adjusted p-values as Holm (1979) defines them, the tests' independent reference:
+    the i-th smallest becomes max over j ≤ i of (m − j + 1)·p(j), capped at 1."""
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    out, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, (len(p) - rank) * p[i])
+        out[i] = min(1.0, running)
+    return out
 
 
 # The 3-trial golden store: two mle seeds and one del seed, split "test", steps 0/100/200.
@@ -48,7 +61,8 @@ def write_golden_store(root: Path, experiment: str = "golden") -> Path:
     - del_s0 digit_acc at step 200 reported 0.20 by attempt 0 with a *later* timestamp than
       attempt 1's 0.75: the highest attempt wins whatever the clock says;
     - del_s0 ce at step 200 reported 1.40 by attempt 0, then 0.90 by attempt 1 (a retry).
-    Trial states come in two parts: PENDING/RUNNING rows, then TERMINATED rows with `end`.
+    Trial states come in two parts, as the sink writes them: RUNNING rows, then TERMINATED rows
+    with `end`.
     Metric rows are spread over two part files.
     """
     rows = []
@@ -64,30 +78,29 @@ def write_golden_store(root: Path, experiment: str = "golden") -> Path:
         ("del_s0", 0, 200, "eval/test/digit_acc", 0.20, at(9999)),  # lower attempt, later ts
         ("del_s0", 0, 200, "eval/test/ce", 1.40, at(150)),
     ]
-    write_metrics_part(root, experiment, rows[:20], part="00000")
-    write_metrics_part(root, experiment, rows[20:] + superseded, part="00001")
+    write_metric_rows(root, experiment, rows[:20])
+    write_metric_rows(root, experiment, rows[20:] + superseded)
     configs = {
         "mle_s0": {"loss": "mle", "seed": 0},
         "mle_s1": {"loss": "mle", "seed": 1},
-        "del_s0": {"loss": "del", "alpha": 0.5, "seed": 0},
+        "del_s0": {"loss": "del", "params": {"alpha": 0.5}, "seed": 0},
     }
-    common = {"lr": 1e-3, "model": "tiny", "dataset": "mathgen"}
     first, final = [], []
     for k, (trial, cfg) in enumerate(configs.items()):
-        base = {"trial_id": trial, **cfg, **common}
-        first.append({**base, "status": "PENDING", "ts": at(100 * k - 1)})
-        first.append({**base, "status": "RUNNING", "start": at(100 * k), "ts": at(100 * k)})
+        config = trial_config(**cfg, lr=1e-3, model="tiny", dataset="mathgen")
+        first.append(trial_row(trial, "RUNNING", config, start=at(100 * k), ts=at(100 * k)))
         final.append(
-            {
-                **base,
-                "status": "TERMINATED",
-                "start": at(100 * k),
-                "end": at(100 * k + 300),
-                "ts": at(100 * k + 300),
-            }
+            trial_row(
+                trial,
+                "TERMINATED",
+                config,
+                start=at(100 * k),
+                end=at(100 * k + 300),
+                ts=at(100 * k + 300),
+            )
         )
-    write_trials_part(root, experiment, first, part="00000")
-    write_trials_part(root, experiment, final, part="00001")
+    write_trial_states(root, experiment, first)
+    write_trial_states(root, experiment, final)
     return root
 
 
@@ -110,18 +123,8 @@ def write_power_law_store(
             (trial, 0, 200, "eval/test/ce", ce, at(k + 2)),
             (trial, 0, 200, "eval/test/error_entropy", 0.6 * ce, at(k + 2)),
         ]
-        trials.append(
-            {
-                "trial_id": trial,
-                "status": "TERMINATED",
-                "loss": "mle",
-                "seed": 0,
-                "lr": 1e-3,
-                "model": f"m{k}",
-                "dataset": "mathgen",
-                "ts": at(k + 3),
-            }
-        )
-    write_metrics_part(root, experiment, rows)
-    write_trials_part(root, experiment, trials)
+        config = trial_config(loss="mle", seed=0, lr=1e-3, model=f"m{k}", dataset="mathgen")
+        trials.append(trial_row(trial, "TERMINATED", config, start=at(k), ts=at(k + 3)))
+    write_metric_rows(root, experiment, rows)
+    write_trial_states(root, experiment, trials)
     return root

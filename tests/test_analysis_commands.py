@@ -1,11 +1,14 @@
 """The analysis commands on small generated stores: golden tables for the 3-trial store (expected
 numbers derived below by arithmetic from the values in tests/analysis_fixtures.py), checks of the
-whole pipeline against an independent reading + scipy, partial and insufficient data, and the CLI.
+whole pipeline against an independent reading + scipy, the readable defaults (headline panels),
+the paired tests' corrections, partial and insufficient data, JSON output and the CLI.
+Scaling has its own file (test_analysis_scaling.py).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import math
 import subprocess
 import sys
@@ -21,13 +24,19 @@ from scipy import stats
 from analysis.__main__ import main
 from analysis.ablation import ablation
 from analysis.entropy import entropy
+from analysis.results import trial_row
 from analysis.scaling import scaling
 from analysis.search import search
-from analysis.selection import FINAL, ValueSpec
+from analysis.selection import BEST, FINAL, ValueSpec
 from analysis.store import ResultsError, open_store
-from analysis.synthetic import generate_store
 from analysis.table import render, table_markdown
-from tests.analysis_fixtures import write_golden_store, write_power_law_store
+from tests.analysis_fixtures import at, holm_by_definition, write_golden_store
+from tests.synthetic_sweep import (
+    generate_store,
+    trial_config,
+    write_metric_rows,
+    write_trial_states,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 # The t quantile at 0.975 with 1 degree of freedom (two seeds): t(1) is the Cauchy distribution,
@@ -50,53 +59,63 @@ def md_rows(markdown: str) -> list[list[str]]:
 
 
 def test_golden_ablation_table(golden: Path) -> None:
-    result = ablation(open_store(golden))
-    main_table = result.tables[0]
-    assert main_table.columns == [
+    result = ablation(open_store(golden), values=[FINAL, BEST])
+    # The headline metrics, in two panels: split test, and generation (gen/macc alone).
+    assert [t.name for t in result.tables] == ["ablation_test", "ablation_generation"]
+    test_table, gen_table = result.tables
+    assert test_table.columns == [
         "arm",
         "seeds",
-        "eval/test/digit_acc (final)",
-        "eval/test/digit_acc (best)",
-        "eval/test/ce (final)",
-        "eval/test/ce (best)",
-        "eval/test/digit_entropy (final)",  # no best: entropy has no better direction
-        "gen/macc (final)",
-        "gen/macc (best)",
+        "digit_acc (final)",
+        "digit_acc (best)",
+        "digit_entropy (final)",  # no best: entropy has no better direction
+        "ce (final)",
+        "ce (best)",
     ]
+    assert gen_table.columns == ["arm", "seeds", "gen/macc (final)", "gen/macc (best)"]
     # mle: seeds 0 and 1. digit_acc final 0.60 (after dedup) and 0.64, best 0.60 and 0.70;
     # ce final 1.00 and 1.05, best 1.00 and 0.70; entropy final 0.9 and 0.8; macc 0.40 and 0.50.
     # del: one seed; digit_acc 0.75 (attempt 1), ce 0.90 (retry), entropy 0.5, macc 0.45.
     # Best per column: acc (higher) del 0.75 > 0.62 and > 0.65; ce final (lower) del 0.9 < 1.025;
     # ce best mle 0.85 < 0.9; macc 0.45 = 0.45: every row ties, so none is marked.
-    expected = [
+    assert md_rows(table_markdown(test_table)) == [
         [
             "mle",
             "2",
             pm2(0.60, 0.64),
             pm2(0.60, 0.70),
+            pm2(0.9, 0.8),
             pm2(1.00, 1.05),
             f"**{pm2(1.00, 0.70)}**",
-            pm2(0.9, 0.8),
-            pm2(0.40, 0.50),
-            pm2(0.40, 0.50),
         ],
-        ["del", "1", "**0.75**", "**0.75**", "**0.9**", "0.9", "0.5", "0.45", "0.45"],
+        ["del", "1", "**0.75**", "**0.75**", "0.5", "**0.9**", "0.9"],
     ]
-    assert md_rows(table_markdown(main_table)) == expected
+    assert md_rows(table_markdown(gen_table)) == [
+        ["mle", "2", pm2(0.40, 0.50), pm2(0.40, 0.50)],
+        ["del", "1", "0.45", "0.45"],
+    ]
     # Only one seed in common with mle: no paired test, and the notes say why.
-    assert len(result.tables) == 1
     notes = result.all_notes()
     assert "one seed: no interval for del" in notes
     assert any(n.startswith("no paired test vs mle: it needs at least 2 seeds") for n in notes)
     assert any(n.startswith("3 of 33 metric rows were repeats") for n in notes)
+    assert any(n.startswith("headline metrics only") for n in notes)
 
-    data = main_table.data.filter(
+    data = test_table.data.filter(
         (pl.col("arm") == "mle") & (pl.col("metric") == "eval/test/ce")
     ).sort("value_kind")
     best, final = data.row(0, named=True), data.row(1, named=True)
     assert final["mean"] == pytest.approx(1.025)
     assert final["ci_low"] == pytest.approx(1.025 - T1 * 0.025)
     assert best["mean"] == pytest.approx(0.85) and best["best"] is True
+    # The default value is the final one only.
+    assert ablation(open_store(golden)).tables[0].columns == [
+        "arm",
+        "seeds",
+        "digit_acc",
+        "digit_entropy",
+        "ce",
+    ]
 
 
 def test_ablation_value_at_a_step_and_metric_choice(golden: Path) -> None:
@@ -104,12 +123,7 @@ def test_ablation_value_at_a_step_and_metric_choice(golden: Path) -> None:
         open_store(golden), metrics=["eval/test/digit_*"], values=[ValueSpec("step", 100)]
     )
     rows = md_rows(table_markdown(result.tables[0]))
-    assert result.tables[0].columns == [
-        "arm",
-        "seeds",
-        "eval/test/digit_acc",
-        "eval/test/digit_entropy",
-    ]
+    assert result.tables[0].columns == ["arm", "seeds", "digit_acc", "digit_entropy"]
     assert rows == [
         ["mle", "2", f"**{pm2(0.50, 0.70)}**", pm2(1.0, 1.1)],  # 0.6 > 0.55: mle's is best
         ["del", "1", "0.55", "0.7"],
@@ -130,56 +144,9 @@ def test_golden_entropy_curves(golden: Path) -> None:
         ["del", "200", "1", "0.5", "0.75"],
     ]
     assert pm2(2.3, 2.3) == "2.3 ± 0"  # identical seeds: a zero-width interval, not a missing one
-    final = next(t for t in result.tables if t.name == "entropy_final")
+    final = next(t for t in result.tables if t.name == "entropy_final_test")
+    assert final.columns == ["arm", "seeds", "digit_entropy", "digit_acc"]
     assert md_rows(table_markdown(final))[1] == ["del", "1", "0.5", "**0.75**"]
-
-
-def test_golden_scaling_fit(tmp_path: Path) -> None:
-    # ce = 3·N^−0.1 and EE = 1.8·N^−0.1 exactly: a = −0.1, c = ln 3 and ln 1.8, R² = 1.
-    result = scaling(open_store(write_power_law_store(tmp_path)))
-    fits = result.tables[0].data.sort("metric")
-    ce, ee = fits.row(0, named=True), fits.row(1, named=True)
-    assert ce["metric"] == "eval/test/ce" and ee["metric"] == "eval/test/error_entropy"
-    assert ce["a"] == pytest.approx(-0.1) and ee["a"] == pytest.approx(-0.1)
-    assert ce["c"] == pytest.approx(math.log(3.0)) and ee["c"] == pytest.approx(math.log(1.8))
-    assert ce["r2"] == pytest.approx(1.0)
-    assert (ce["sizes"], ce["points"], ce["a_ci_low"]) == (3, 3, None)
-    row = md_rows(table_markdown(result.tables[0]))[0]
-    assert row[-1] == "fewer than 4 points: no CI"
-    share = result.tables[1].data
-    assert share["ee_over_ce"].to_list() == pytest.approx([0.6, 0.6, 0.6])
-    assert share["N"].to_list() == [1e6, 1e7, 1e8]
-    # At step 100 every value is doubled: the intercept moves to ln 6.
-    mid = scaling(open_store(tmp_path), value=ValueSpec("step", 100)).tables[0].data
-    assert mid.filter(pl.col("metric") == "eval/test/ce")["c"][0] == pytest.approx(math.log(6))
-    # With the total count, N = N_non_embedding + 5e6: compare with scipy on those points.
-    total = scaling(open_store(tmp_path), params="total").tables[0].data
-    n = np.array([1e6, 1e7, 1e8])
-    ref = stats.linregress(np.log(n + 5e6), np.log(3.0 * n**-0.1))
-    assert total.filter(pl.col("metric") == "eval/test/ce")["a"][0] == pytest.approx(ref.slope)
-
-
-def test_scaling_refuses_two_sizes(tmp_path: Path) -> None:
-    result = scaling(open_store(write_power_law_store(tmp_path, sizes=(1e6, 1e7))))
-    rows = md_rows(table_markdown(result.tables[0]))
-    # loss, split, metric, then sizes, points, a, CI, c, R², remark
-    assert rows[0][3:] == ["2", "2", "—", "—", "—", "—", "fewer than 3 sizes (2): no fit"]
-    assert "no group has enough sizes for a fit (3 or more distinct N needed)" in result.notes
-
-
-def test_scaling_fits_one_line_per_dataset_and_split(tmp_path: Path) -> None:
-    sizes = {"a": 1_000_000, "b": 4_000_000, "c": 16_000_000, "d": 64_000_000}
-    for name, dataset in (("arith", "mathgen"), ("words", "gsm8k")):
-        truth = generate_store(
-            tmp_path, experiment=name, dataset=dataset, losses=("mle", "del"), sizes=sizes, seed=9
-        )
-    fits = scaling(open_store(tmp_path)).tables[0].data
-    # experiment and dataset vary, so they join loss and split in the group key.
-    assert fits.select("loss", "experiment", "dataset", "split").unique().height == 2 * 2 * 2
-    ee = fits.filter(pl.col("metric").str.ends_with("/error_entropy"))
-    assert ee.height == 8
-    # The generator's error entropy is 1.2·N^−0.12 times 2% seed noise: the slope is recovered.
-    assert ee["a"].to_numpy() == pytest.approx(truth.exponents["error_entropy"], abs=0.02)
 
 
 def test_golden_search_best_and_pareto(golden: Path) -> None:
@@ -258,9 +225,11 @@ def test_ablation_intervals_and_paired_test_match_scipy(tmp_path: Path) -> None:
     )
     assert data["del"]["p"] == pytest.approx(ref.pvalue, rel=1e-8)
     assert data["del"]["t"] == pytest.approx(ref.statistic, rel=1e-10)
+    # One test in its family (one table, one metric, one arm): Holm leaves p as it is.
+    assert data["del"]["p_adjusted"] == pytest.approx(ref.pvalue, rel=1e-8)
     sig = result.tables[1]
-    assert sig.name == "ablation_vs_baseline" and sig.rows[0][:2] == ["del", "mle"]
-    assert "(n=5)" in sig.rows[0][2]
+    assert sig.name == "ablation_test_vs_baseline" and sig.rows[0][:2] == ["del", "mle"]
+    assert sig.rows[0][2].endswith(")") and "(Holm " in sig.rows[0][2]  # all 5 seeds pair
 
 
 def test_partial_results_of_a_running_sweep(tmp_path: Path) -> None:
@@ -287,8 +256,8 @@ def test_one_seed_and_missing_metrics_are_explained(tmp_path: Path) -> None:
     result = ablation(open_store(tmp_path / "one"))
     text = render(result, "md")
     assert "±" not in table_markdown(result.tables[0])
-    assert "- one seed: no interval for mle, del, ntl\n" in text
-    assert len(result.tables) == 1  # no paired-test table
+    assert "- one seed: no interval for mle, del, ntl_mse\n" in text
+    assert [t.name for t in result.tables] == ["ablation_test", "ablation_extra"]  # no tests
     # A store whose trials have only training metrics: no held-out table, and why.
     generate_store(tmp_path / "train", seeds=(0,), sizes={"s": 1_000_000}, splits=(), benchmarks=())
     bare = ablation(open_store(tmp_path / "train"))
@@ -310,6 +279,26 @@ def test_rows_split_by_a_varying_config_column(tmp_path: Path) -> None:
     assert [r[0] for r in by_lr.tables[0].rows][:2] == ["mle (lr=0.0003)", "mle (lr=0.001)"]
     with pytest.raises(ResultsError, match=r"unknown column 'lrr' for --by; available: .*lr"):
         ablation(open_store(tmp_path), by=["lrr"])
+
+
+def test_rows_split_by_experiment_when_several_are_read(tmp_path: Path) -> None:
+    # Two experiments with the same losses: `experiment` becomes a row key (it used to be
+    # selected twice and fail with polars' DuplicateError).
+    for name in ("zero2", "zero3"):
+        generate_store(tmp_path, experiment=name, losses=("mle", "del"), sizes={"s": 1_000_000})
+    result = ablation(open_store(tmp_path), metrics=["gen/macc"], values=[FINAL])
+    arms = [r[0] for r in result.tables[0].rows]
+    assert arms == [
+        "mle (experiment=zero2)",
+        "mle (experiment=zero3)",
+        "del (experiment=zero2)",
+        "del (experiment=zero3)",
+    ]
+    # each del arm is paired with the mle arm of its own experiment
+    assert [r[1] for r in result.tables[1].rows] == [
+        "mle (experiment=zero2)",
+        "mle (experiment=zero3)",
+    ]
 
 
 def test_cli_prints_tables_and_exits_2_on_bad_input(
@@ -335,24 +324,31 @@ def test_cli_prints_tables_and_exits_2_on_bad_input(
         (["ablation", str(golden), "--value", "last"], "--value must be final, best or step:N"),
         (["search", str(golden), "--status", "DONE"], "unknown status DONE"),
         (["entropy", str(golden), "--split", "extra"], "unknown split 'extra'"),
+        (["ablation", str(golden), "--level", "1.5"], "confidence level must be in (0, 1)"),
+        (["ablation", str(golden), "--all", "--metrics", "gen/macc"], "--all and --metrics"),
+        (["scaling", str(golden), "--axis", "Q"], "unknown axis Q"),
+        (["scaling", str(golden), "--axis", "D"], "need train/tokens_seen"),
+        (["scaling", str(golden), "--bootstrap", "0"], "--bootstrap must be >= 1"),
     ]
     for argv, message in cases:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err, (argv, err)
-    with pytest.raises(SystemExit) as exit_info:
-        main(["ablation"])
-    assert exit_info.value.code == 2
+    for argv in (["ablation"], ["ablation", str(golden), "--correction", "sidak"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
 
 
 def test_analysis_never_imports_the_training_stack(golden: Path, tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "import analysis, analysis.ablation, analysis.entropy, analysis.scaling\n"
-        "import analysis.search, analysis.report, analysis.synthetic, analysis.figures\n"
+        "import analysis.search, analysis.report, analysis.figures\n"
         "from analysis.__main__ import main\n"
         f"assert main(['report', {str(golden)!r}, '-o', {str(tmp_path / 'r')!r}]) == 0\n"
-        "banned = ('torch', 'ray', 'deepspeed', 'optuna', 'scipy', 'pandas')\n"
+        "assert 'scipy.stats' in sys.modules  # the statistics are scipy's\n"
+        "banned = ('torch', 'ray', 'deepspeed', 'optuna', 'pandas', 'orchestrator', 'trainables')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in banned))\n"
     )
     run = subprocess.run(
@@ -369,3 +365,160 @@ def test_analysis_never_imports_the_training_stack(golden: Path, tmp_path: Path)
         timeout=300,
     )
     assert cli.returncode == 2 and "unknown experiment 'nope'" in cli.stderr
+
+
+def _hand_store(root: Path, values: dict[str, dict[int, dict[str, float]]]) -> Path:
+    """loss -> seed -> {metric: final value at step 100}, through the sweep's writer."""
+    rows, states = [], []
+    for k, (loss, seeds) in enumerate(values.items()):
+        for seed, metrics in seeds.items():
+            trial = f"{loss}_s{seed}"
+            rows += [(trial, 0, 100, m, v, at(10 * k + seed)) for m, v in metrics.items()]
+            config = trial_config(loss=loss, seed=seed)
+            states.append(trial_row(trial, "TERMINATED", config, ts=at(100 + 10 * k + seed)))
+    write_metric_rows(root, "hand", rows)
+    write_trial_states(root, "hand", states)
+    return root
+
+
+def test_log_confidence_is_never_marked_best(tmp_path: Path) -> None:
+    # Issue 10: the most confident arm was bolded "best". Confidence is noise, not a goal.
+    lc = "eval/test/log_confidence"
+    store = _hand_store(
+        tmp_path,
+        {
+            "mle": {0: {lc: 0.20}, 1: {lc: 0.21}},
+            "del": {0: {lc: 0.35}, 1: {lc: 0.36}},
+            "ntl_mse": {0: {lc: 0.10}, 1: {lc: 0.11}},
+        },
+    )
+    result = ablation(open_store(store), metrics=[lc], values=[FINAL, BEST])
+    table = result.tables[0]
+    assert table.columns == ["arm", "seeds", "log_confidence (final)"]  # and no best column
+    assert table.marked == set()
+    assert "**" not in table_markdown(table)
+    assert any("no 'best' for eval/test/log_confidence" in n for n in result.notes)
+
+
+def test_near_equal_paired_differences_get_no_test(tmp_path: Path) -> None:
+    # Issue 10: del is mle + 0.02 on every seed; in floats the differences differ in their last
+    # bits, which an exact zero-variance check took for a test with t ≈ 1e15 and p ≈ 1e-30.
+    acc = "eval/test/digit_acc"
+    store = _hand_store(
+        tmp_path,
+        {
+            "mle": {0: {acc: 0.33}, 1: {acc: 0.45}, 2: {acc: 0.50}},
+            "del": {0: {acc: 0.35}, 1: {acc: 0.47}, 2: {acc: 0.52}},
+        },
+    )
+    result = ablation(open_store(store), metrics=[acc])
+    record = result.tables[0].data.filter(pl.col("arm") == "del").row(0, named=True)
+    assert record["p"] is None and record["mean_diff"] == pytest.approx(0.02)
+    assert record["no_test_reason"] == "all differences equal: no test"
+    assert any(n.startswith("no paired test vs mle") for n in result.notes)
+    assert "p<1e-4" not in render(result, "md")
+
+
+def test_headline_panels_are_compact_and_all_shows_everything(tmp_path: Path) -> None:
+    # The old default was every metric × final/best in one table (31 columns on the demo's store).
+    generate_store(tmp_path, seeds=(0, 1), sizes={"s": 1_000_000})
+    store = open_store(tmp_path)
+    result = ablation(store)
+    names = [t.name for t in result.tables if not t.name.endswith("_vs_baseline")]
+    assert names == ["ablation_test", "ablation_extra", "ablation_generation"]
+    by_name = {t.name: t for t in result.tables}
+    assert by_name["ablation_test"].columns == [
+        "arm",
+        "seeds",
+        "digit_acc",
+        "gen exact_match",
+        "gen mae",
+        "digit_entropy",
+        "ce",
+        "error_entropy",
+    ]
+    assert by_name["ablation_generation"].columns == [
+        "arm",
+        "seeds",
+        "gen/gsm8k/exact_match",
+        "gen/gsm8k/mae",
+        "gen/macc",
+    ]
+    metrics = set(by_name["ablation_test"].data["metric"])
+    assert metrics == {
+        "eval/test/digit_acc",
+        "gen/mathgen/exact_match",
+        "gen/mathgen/mae",
+        "eval/test/digit_entropy",
+        "eval/test/ce",
+        "eval/test/error_entropy",
+    }
+    assert set(by_name["ablation_extra"].data["metric"]) >= {"gen/mathgen_extra/exact_match"}
+    assert all(len(t.columns) <= 8 for t in result.tables)
+    assert "split test (interpolation)" in by_name["ablation_test"].title
+    everything = ablation(store, all_metrics=True)
+    shown = {m for t in everything.tables if t.data is not None for m in t.data["metric"]}
+    assert {"eval/test/self_alignment", "eval/extra/digit_acc_int", "gen/gsm8k/rel_error"} <= shown
+    assert not any(m.startswith(("train/", "model/", "perf/")) for m in shown)
+
+
+def test_holm_correction_covers_the_stated_family(tmp_path: Path) -> None:
+    generate_store(
+        tmp_path, losses=("mle", "del", "ntl_mse"), seeds=(0, 1, 2, 3, 4), sizes={"s": 1_000_000}
+    )
+    metrics = ["eval/test/digit_acc", "eval/test/ce", "eval/extra/ce"]
+    store = open_store(tmp_path)
+
+    def tests_of(result) -> dict[tuple[str, str], tuple[float, float]]:
+        return {
+            (r["arm"], r["metric"]): (r["p"], r["p_adjusted"])
+            for t in result.tables
+            if t.data is not None
+            for r in t.data.iter_rows(named=True)
+            if r["p"] is not None
+        }
+
+    per_table = tests_of(ablation(store, metrics=metrics, family="table"))
+    assert len(per_table) == 6  # 2 arms × 3 metrics
+    for panel in ("eval/test/", "eval/extra/"):
+        keys = [k for k in per_table if k[1].startswith(panel)]
+        raw = [per_table[k][0] for k in keys]
+        assert [per_table[k][1] for k in keys] == pytest.approx(holm_by_definition(raw), rel=1e-12)
+    per_metric = tests_of(ablation(store, metrics=metrics, family="metric"))
+    for metric in metrics:
+        keys = [k for k in per_metric if k[1] == metric]
+        assert len(keys) == 2
+        raw = [per_metric[k][0] for k in keys]
+        assert [per_metric[k][1] for k in keys] == pytest.approx(holm_by_definition(raw), rel=1e-12)
+    result = ablation(store, metrics=metrics, family="all")
+    every = tests_of(result)
+    raw = [v[0] for v in every.values()]
+    assert [v[1] for v in every.values()] == pytest.approx(holm_by_definition(raw), rel=1e-12)
+    note = next(n for n in result.notes if n.startswith("paired tests:"))
+    assert "Holm, family = every paired test of this command (6 tests per family" in note
+    doc = json.loads(render(result, "json"))
+    assert doc["settings"]["correction"] == "holm" and doc["settings"]["family"] == "all"
+    assert any(n.startswith("paired tests:") for n in doc["notes"])
+    none = tests_of(ablation(store, metrics=metrics, correction="none"))
+    assert all(p == adj for p, adj in none.values())
+
+
+def test_json_output_of_every_command(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("ablation", "entropy", "scaling", "search"):
+        assert main([command, str(golden), "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["command"] == command and doc["settings"].get("level", 0.95) == 0.95
+        assert {"title", "header", "notes", "tables"} <= set(doc)
+        for table in doc["tables"]:
+            assert {"name", "title", "columns", "rows", "records"} <= set(table)
+    assert main(["ablation", str(golden), "--format", "json", "--level", "0.9"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    record = next(
+        r
+        for r in doc["tables"][0]["records"]
+        if r["arm"] == "mle" and r["metric"] == "eval/test/ce"
+    )
+    # Two seeds 1.00 and 1.05 at the 90% level: t(1) quantile at 0.95 is tan(0.45π).
+    half = math.tan(math.pi * 0.45) * 0.025
+    assert (record["ci_low"], record["ci_high"]) == pytest.approx((1.025 - half, 1.025 + half))
+    assert record["level"] == 0.9 and "90% CI" in doc["tables"][0]["title"]

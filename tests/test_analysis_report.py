@@ -16,8 +16,8 @@ import pytest
 from analysis.__main__ import main
 from analysis.report import write_report
 from analysis.store import open_store
-from analysis.synthetic import generate_store
 from tests.analysis_fixtures import write_golden_store
+from tests.synthetic_sweep import generate_store
 
 SIZES = {"s": 1_000_000, "m": 4_000_000, "l": 16_000_000, "xl": 64_000_000}
 FIGURES = {
@@ -26,6 +26,7 @@ FIGURES = {
     "entropy_extra.png",
     "scaling_test.png",
     "scaling_extra.png",
+    "ee_share.png",
     "pareto.png",
 }
 CHROMIUM_FLAGS = [
@@ -74,13 +75,33 @@ def test_report_is_complete_and_self_contained(tmp_path: Path) -> None:
     # Offline: nothing fetched from elsewhere, no scripts.
     assert "http://" not in html and "https://" not in html
     assert "<script" not in html and "<link" not in html
-    for title in ("Ablation", "Digit entropy", "Scaling with parameter count", "Search"):
-        assert f"<h2>{title}" in html
-    assert "Pareto front" in html and "power-law fits" in html
+    titles = re.findall(r"<h2>([^<]+)</h2>", html)
+    assert titles == [
+        "Summary",
+        "Ablation",
+        "Digit entropy and digit accuracy over training",
+        "Scaling",
+        "Search",
+    ]
+    # The summary leads with the headline tables, key figures and the verdict.
+    summary = html.split("<h2>Ablation</h2>")[0]
+    assert "split test (interpolation)" in summary and "verdict: which follows" in summary
+    assert 'src="figures/entropy_test.png"' in summary and 'src="figures/ee_share.png"' in summary
+    assert "Pareto front" in html and "saturating power law" in html
     tables = {p.name for p in (page.parent / "tables").iterdir()}
-    for name in ("ablation", "entropy_test", "scaling_fits", "scaling_ee_share", "search_pareto"):
+    for name in (
+        "ablation_test",
+        "entropy_test",
+        "scaling_power",
+        "scaling_saturating",
+        "scaling_verdict",
+        "scaling_ee_share",
+        "search_pareto",
+    ):
         assert {f"{name}.md", f"{name}.csv", f"{name}.tex"} <= tables
         assert f'href="tables/{name}.csv"' in html
+    assert {"ablation.json", "scaling.json", "scaling_points.csv"} <= tables
+    assert 'href="tables/scaling_points.csv"' in html
 
 
 def test_report_on_data_that_support_little(tmp_path: Path) -> None:
@@ -150,7 +171,10 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert dom.returncode == 0, dom.stderr[-2000:]
     match = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
     assert match, dom.stdout[-2000:]
-    assert match.group(1) == match.group(2) == str(len(FIGURES))
+    # Every <img> decoded (the summary shows three of the figures a second time).
+    n_images = len(re.findall(r"<img ", page.read_text(encoding="utf-8")))
+    assert n_images == len(FIGURES) + 3
+    assert match.group(1) == match.group(2) == str(n_images)
 
     shot = tmp_path / "screenshot.png"
     taken = browse("--window-size=1400,2400", f"--screenshot={shot}", page.as_uri())

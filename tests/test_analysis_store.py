@@ -9,6 +9,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
+from analysis.results import METRICS_SCHEMA, trials_schema
 from analysis.selection import BEST, FINAL, ValueSpec, parse_value, parse_values, select_values
 from analysis.store import (
     ResultsError,
@@ -20,8 +21,12 @@ from analysis.store import (
     read_latest,
     scan_metrics,
 )
-from analysis.synthetic import METRICS_SCHEMA, generate_store, write_trials_part
 from tests.analysis_fixtures import at, write_golden_store
+from tests.synthetic_sweep import EXACT_METRICS, generate_store, write_foreign_trials_part
+from trainables.losses import param_columns
+
+TRIALS_SCHEMA_NOW = trials_schema(param_columns())
+"""The trials schema the sweep's sink writes (parameter columns from the loss registry)."""
 
 
 @pytest.fixture
@@ -29,14 +34,19 @@ def golden(tmp_path: Path) -> Path:
     return write_golden_store(tmp_path / "results")
 
 
-def test_synthetic_store_has_the_contract_schema(tmp_path: Path) -> None:
+def test_synthetic_store_is_written_as_the_sink_writes(tmp_path: Path) -> None:
     store = generate_store(tmp_path, losses=("mle",), seeds=(0,), trials_per_part=1)
     parts = sorted((tmp_path / "metrics" / "experiment=synthetic").glob("part-*.parquet"))
     assert len(parts) == store.n_trials == 3
     assert pq.read_schema(parts[0]).remove_metadata().equals(METRICS_SCHEMA)
-    trials = pq.read_schema(next((tmp_path / "trials" / "experiment=synthetic").glob("*")))
-    assert str(trials.field("ts").type) == "timestamp[us, tz=UTC]"
-    assert str(trials.field("seed").type) == "int64"
+    trial_parts = sorted((tmp_path / "trials" / "experiment=synthetic").glob("part-*.parquet"))
+    assert len(trial_parts) == 2  # RUNNING rows at the start, the final states at the end
+    for part in trial_parts:
+        assert pq.read_schema(part).remove_metadata().equals(TRIALS_SCHEMA_NOW)
+    assert not list(tmp_path.rglob(".*.tmp"))
+    rows = pl.read_parquet(trial_parts[1]).row(0, named=True)
+    # trial_row from a real TrialConfig: the preset name, the dataset, the loss parameters.
+    assert (rows["model"], rows["dataset"], rows["loss"]) == ("s", "mathgen", "mle")
 
 
 def test_deduplication_keeps_highest_attempt_then_latest_write(golden: Path) -> None:
@@ -66,13 +76,25 @@ def test_synthetic_duplicates_and_retries_count_once(tmp_path: Path) -> None:
     assert kept.select(pl.struct("trial_id", "step", "metric").is_unique().all()).item()
 
 
+def test_restored_and_retried_rows_leave_sizes_and_tokens_alone(tmp_path: Path) -> None:
+    # A re-written row of a model's size or of the tokens it was fed carries the same value:
+    # the sizes a scaling fit reads are the configured ones, whatever the restores did.
+    sizes = {"s": 1_000_000, "m": 4_000_000, "l": 16_000_000}
+    generate_store(tmp_path, sizes=sizes, restored_fraction=0.5, retried_fraction=0.5, seed=2)
+    raw = pl.read_parquet(tmp_path / "metrics").filter(pl.col("metric").is_in(EXACT_METRICS))
+    assert raw.height > raw.select("trial_id", "step", "metric").unique().height  # repeats exist
+    spread = raw.group_by("trial_id", "step", "metric").agg(pl.col("value").n_unique())
+    assert spread["value"].max() == 1
+    latest, _ = read_latest(open_store(tmp_path), ["model/params_non_embedding"])
+    assert set(latest["value"]) == {float(n) for n in sizes.values()}
+
+
 def test_trial_state_is_the_latest_row_and_config_survives_sparse_rows(golden: Path) -> None:
     # A later part with a status-only row (no config columns) and a new parameter column.
-    write_trials_part(
+    write_foreign_trials_part(
         golden,
         "golden",
         [{"trial_id": "mle_s1", "status": "ERROR", "error": "OOM", "warmup": 10, "ts": at(5000)}],
-        part="00002",
     )
     trials = load_trials(open_store(golden))
     row = trials.filter(pl.col("trial_id") == "mle_s1").row(0, named=True)

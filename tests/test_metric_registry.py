@@ -152,5 +152,7 @@ def test_the_summary_asks_only_for_what_the_sweep_reported(tmp_path, capsys):
     assert _finish(str(tmp_path), sweep, 2, 0, digits=True) == 0
     captured = capsys.readouterr()
     assert "unknown metric" not in captured.out + captured.err
-    assert "| mle |" in captured.out and "eval/test/digit_acc" in captured.out
+    # the test split's panel, its columns named by their leaf
+    assert "| mle |" in captured.out and "eval/test/" in captured.out
+    assert "| digit_acc |" in captured.out
     assert "2 trials, 0 failed" in captured.out
