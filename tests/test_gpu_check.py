@@ -98,11 +98,6 @@ def test_precision_auto_is_bf16_on_a_hopper_gpu(monkeypatch):
     assert use_bf16("auto")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="torch.cuda.is_bf16_supported() counts emulated bf16 unless including_emulation=False"
-    " (trainables/deepspeed_config.py, owned elsewhere; issue 15 report)",
-)
 def test_precision_auto_is_fp32_on_a_gpu_without_native_bf16(monkeypatch):
     # V100 / T4 (compute capability 7.x): bf16 only emulated, so "auto" must mean fp32.
     simulate_gpu(monkeypatch, major=7)

@@ -29,7 +29,8 @@ def use_bf16(precision: str) -> bool:
         return True
     if precision == "fp32":
         return False
-    return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    # Emulated bf16 (V100, T4) runs far slower than fp32 there: only native bf16 counts.
+    return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
 
 
 def deepspeed_config(train: TrainConfig, world_size: int) -> dict[str, Any]:
