@@ -27,11 +27,11 @@ def preflight(sweep: SweepConfig) -> dict[str, str]:
     data = trial.data
     if data.source == "mathgen":
         # One problem per module proves every module name is valid and the generator runs.
-        mathgen.generate(data.modules, len(data.modules), "train", sweep.seed)
+        mathgen.generate(data.modules, len(data.modules), "train", sweep.seed, data.difficulty)
     elif data.path is None or not Path(data.path).is_file():
         raise FileNotFoundError(f"data.path: instruction file {data.path} does not exist")
     if data.n_extra:
-        mathgen.generate(data.modules, 1, "extrapolate", sweep.seed)
+        mathgen.generate(data.modules, 1, "extrapolate", sweep.seed, data.difficulty)
     for name, path in data.benchmarks.items():
         load_benchmark(name, path)
     model = str(trial.model.preset or trial.model.path)

@@ -251,3 +251,44 @@ def test_round_number_runs_without_float_randint() -> None:
         warnings.simplefilter("ignore", DeprecationWarning)
         stand_in.randint(0.5, 3)
     assert stand_in.uniform is random.uniform
+
+
+def _answer_digits(records) -> float:
+    return sum(sum(c.isdigit() for c in r.answer) for r in records) / len(records)
+
+
+def test_difficulty_levels_grow_and_extrapolation_is_the_next_level() -> None:
+    modules = ["arithmetic__add_or_sub", "arithmetic__mul", "numbers__round_number"]
+    easy = mathgen.generate(modules, 300, "train", 0, "easy")
+    medium = mathgen.generate(modules, 300, "train", 0, "medium")
+    # The curriculum's thirds of the entropy range: longer numbers at each level.
+    assert _answer_digits(easy) + 0.5 < _answer_digits(medium)
+    # Held-out problems of a level come from the same level (same size of numbers) ...
+    easy_test = mathgen.generate(modules, 300, "test", 0, "easy")
+    assert abs(_answer_digits(easy_test) - _answer_digits(easy)) < 0.5
+    # ... and its extrapolation problems from the next level up, from the same stream as the
+    # next level's own (held-out side) problems.
+    easy_extra = mathgen.generate(modules, 300, "extrapolate", 0, "easy")
+    assert abs(_answer_digits(easy_extra) - _answer_digits(medium)) < 0.5
+    assert all(mathgen.is_held_out(r.prompt) for r in easy_test + easy_extra)
+    assert not any(mathgen.is_held_out(r.prompt) for r in easy)
+
+
+def test_difficulty_every_module_extrapolates_below_hard() -> None:
+    # numbers__gcd has no extrapolation module; below "hard" the next level stands in for one.
+    records = mathgen.generate(["numbers__gcd"], 5, "extrapolate", 0, "easy")
+    assert [r.source for r in records] == ["mathgen/numbers__gcd"] * 5
+    with pytest.raises(ValueError, match="extrapolation module"):
+        mathgen.generate(["numbers__gcd"], 5, "extrapolate", 0, "hard")
+
+
+def test_full_difficulty_is_the_default_and_levels_are_other_streams() -> None:
+    modules = ["arithmetic__add_or_sub"]
+    assert mathgen.generate(modules, 20, "train", 1) == mathgen.generate(
+        modules, 20, "train", 1, "full"
+    )
+    assert mathgen.generate(modules, 20, "train", 1, "easy") != mathgen.generate(
+        modules, 20, "train", 1, "medium"
+    )
+    with pytest.raises(ValueError, match="difficulty must be one of"):
+        mathgen.generate(modules, 1, "train", 0, "trivial")  # type: ignore[arg-type]

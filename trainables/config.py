@@ -51,6 +51,11 @@ class DataConfig(_Strict):
         default_factory=lambda: ["arithmetic__add_or_sub", "arithmetic__mul", "arithmetic__div"]
     )
     """Generator modules (see `trainables.data.mathgen.MODULES`)."""
+    difficulty: Literal["full", "easy", "medium", "hard"] = "full"
+    """Generated problems' difficulty: `full` = the generator's whole training range, with its
+    interpolation and extrapolation test sets; `easy`/`medium`/`hard` = one third of each
+    module's range (its curriculum), with held-out problems of the same level and extrapolation
+    problems from the next level up (see `trainables.data.mathgen`)."""
     n_train: int = Field(2000, ge=1)
     """Training problems."""
     n_test: int = Field(200, ge=1)

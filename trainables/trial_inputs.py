@@ -117,8 +117,8 @@ def held_out_split(data: DataConfig, seed: int) -> tuple[list[Record], list[Reco
                 f"{data.n_test} (the last n_test are held out for evaluation)"
             )
         return records[: -data.n_test][: data.n_train], records[-data.n_test :]
-    train = mathgen.generate(data.modules, data.n_train, "train", seed)
-    return train, mathgen.generate(data.modules, data.n_test, "test", seed)
+    train = mathgen.generate(data.modules, data.n_train, "train", seed, data.difficulty)
+    return train, mathgen.generate(data.modules, data.n_test, "test", seed, data.difficulty)
 
 
 def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
@@ -133,7 +133,7 @@ def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
     if config.eval.generate_examples:
         splits.generation[held_out_benchmark(data)] = test[: config.eval.generate_examples]
     if data.n_extra:
-        extra = mathgen.generate(data.modules, data.n_extra, "extrapolate", seed)
+        extra = mathgen.generate(data.modules, data.n_extra, "extrapolate", seed, data.difficulty)
         splits.eval_examples["extra"] = encode_records(tokenizer, extra, data.max_length, chat)
         if config.eval.generate_examples:
             splits.generation["mathgen_extra"] = extra[: config.eval.generate_examples]

@@ -21,6 +21,17 @@ size. Held-out splits also use their own derived seed. The price is that each si
 half of the raw draws (generation costs ~2x), and the split is by prompt text, so the generator's
 distribution within each side is unchanged.
 
+Difficulty
+----------
+``difficulty="full"`` (the default) is what is described above. ``"easy"``, ``"medium"`` and
+``"hard"`` are the generator's own curriculum levels (its ``generate.py`` "train-easy/-medium/
+-hard"): each module's training entropy range cut into thirds and the level's third kept, so
+numbers are shorter and expressions simpler at lower levels. With a level, *every* split is drawn
+from training samplers: ``train`` and ``test`` from that level (``test`` on the held-out side of
+the partition: same distribution, disjoint prompts), and ``extrapolate`` from the next level up
+(bigger numbers than anything trained on; from ``"hard"`` the generator's extrapolation modules,
+as with ``"full"``). Every module then has an extrapolation split below ``"hard"``.
+
 Like the generator's own ``sample_from_module``, problems whose question is longer than 160
 characters or whose answer is longer than 30 are discarded and redrawn.
 
@@ -74,6 +85,12 @@ from trainables.data.records import Record
 
 Split = Literal["train", "test", "extrapolate"]
 SPLITS: tuple[str, ...] = ("train", "test", "extrapolate")
+Difficulty = Literal["full", "easy", "medium", "hard"]
+DIFFICULTIES: tuple[str, ...] = ("full", "easy", "medium", "hard")
+# The curriculum levels, as thirds of each module's training entropy range (the generator's own
+# split into train-easy / -medium / -hard).
+_LEVELS: dict[str, int] = {"easy": 0, "medium": 1, "hard": 2}
+_N_LEVELS = 3
 
 # The generator modules with numeric answers that run under numpy 2 (each checked over thousands
 # of draws in every split). Left out: the `*_composed` variants and calculus__differentiate,
@@ -199,15 +216,18 @@ def is_held_out(prompt: str) -> bool:
     return hashlib.sha256(prompt.encode("utf-8")).digest()[0] >= 128
 
 
-def generate(modules: Sequence[str], n: int, split: Split, seed: int) -> list[Record]:
+def generate(
+    modules: Sequence[str], n: int, split: Split, seed: int, difficulty: Difficulty = "full"
+) -> list[Record]:
     """``n`` problems from ``modules`` (names in `MODULES`), split as evenly as possible between
     them (the first ``n % len(modules)`` get one more) and interleaved round-robin in the given
-    module order. For ``split="extrapolate"`` only modules in `EXTRAPOLATION` take part. Records
-    carry ``source="mathgen/<module>"`` (the requested name, also for extrapolation)."""
-    active = _check_arguments(modules, n, split, seed)
+    module order. For ``split="extrapolate"`` at difficulty "full" or "hard" only modules in
+    `EXTRAPOLATION` take part (see the module doc for the levels). Records carry
+    ``source="mathgen/<module>"`` (the requested name, also for extrapolation)."""
+    active = _check_arguments(modules, n, split, seed, difficulty)
     base, extra = divmod(n, len(active))
     per_module = [
-        _draw(module, base + (1 if index < extra else 0), split, seed)
+        _draw(module, base + (1 if index < extra else 0), split, seed, difficulty)
         for index, module in enumerate(active)
     ]
     interleaved: list[Record] = []
@@ -216,7 +236,15 @@ def generate(modules: Sequence[str], n: int, split: Split, seed: int) -> list[Re
     return interleaved
 
 
-def _check_arguments(modules: Sequence[str], n: int, split: str, seed: int) -> list[str]:
+def _uses_extrapolation_modules(split: str, difficulty: str) -> bool:
+    """Whether `split` is drawn from the generator's extrapolation modules (else from training or
+    interpolation-test samplers, which every module has)."""
+    return split == "extrapolate" and difficulty in ("full", "hard")
+
+
+def _check_arguments(
+    modules: Sequence[str], n: int, split: str, seed: int, difficulty: str
+) -> list[str]:
     if isinstance(modules, str) or not isinstance(modules, Sequence):
         raise TypeError(f"modules must be a sequence of module names, got {modules!r}")
     if not modules:
@@ -235,7 +263,9 @@ def _check_arguments(modules: Sequence[str], n: int, split: str, seed: int) -> l
         raise TypeError(f"seed must be an int, got {seed!r}")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    if split != "extrapolate":
+    if difficulty not in DIFFICULTIES:
+        raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
+    if not _uses_extrapolation_modules(split, difficulty):
         return list(modules)
     active = [name for name in modules if name in EXTRAPOLATION]
     if not active:
@@ -246,15 +276,16 @@ def _check_arguments(modules: Sequence[str], n: int, split: str, seed: int) -> l
     return active
 
 
-def _draw(module: str, count: int, split: str, seed: int) -> list[Record]:
+def _draw(module: str, count: int, split: str, seed: int, difficulty: str) -> list[Record]:
     """``count`` accepted problems from one module's own seeded stream."""
     if count == 0:
         return []
-    generator_name = EXTRAPOLATION[module] if split == "extrapolate" else module
-    sample = _generator_functions(split)[generator_name]
+    from_extrapolation = _uses_extrapolation_modules(split, difficulty)
+    generator_name = EXTRAPOLATION[module] if from_extrapolation else module
+    sample = _generator_functions(split, difficulty)[generator_name]
     want_held_out = split != "train"
     records: list[Record] = []
-    with _seeded_global_rngs(_derived_seed(seed, split, module)):
+    with _seeded_global_rngs(_derived_seed(seed, split, module, difficulty)):
         for _ in range(count * _MAX_DRAWS_PER_PROBLEM):
             problem = sample()
             question, answer = str(problem.question), str(problem.answer)
@@ -278,10 +309,14 @@ def _draw(module: str, count: int, split: str, seed: int) -> list[Record]:
     )
 
 
-def _derived_seed(seed: int, split: str, module: str) -> int:
-    # Each (seed, split, module) gets an independent stream, so adding a module to a mix does not
-    # change the problems drawn for the others, and train/test never share a stream.
-    digest = hashlib.sha256(f"numsweep.mathgen/{seed}/{split}/{module}".encode()).digest()
+def _derived_seed(seed: int, split: str, module: str, difficulty: str) -> int:
+    # Each (seed, split, module, difficulty) gets an independent stream, so adding a module to a
+    # mix does not change the problems drawn for the others, and train/test never share a stream.
+    # "full" keeps the key it had before difficulties existed (the same problems as then).
+    key = f"numsweep.mathgen/{seed}/{split}/{module}"
+    if difficulty != "full":
+        key += f"/{difficulty}"
+    digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:8], "big")
 
 
@@ -298,19 +333,33 @@ def _seeded_global_rngs(seed: int) -> Iterator[None]:
         np.random.set_state(numpy_state)
 
 
+def _level_entropy(level: int) -> Callable[[tuple[float, float]], tuple[float, float]]:
+    """The generator's curriculum: the `level`-th third of a module's training entropy range."""
+
+    def restrict(entropy_range: tuple[float, float]) -> tuple[float, float]:
+        low, high = entropy_range
+        width = (high - low) / _N_LEVELS
+        return (low + level * width, low + (level + 1) * width)
+
+    return restrict
+
+
 @functools.cache
-def _generator_functions(split: str) -> dict[str, Callable[[], Any]]:
-    """The generator's problem samplers for one split, keyed "<area>__<module>"."""
+def _generator_functions(split: str, difficulty: str = "full") -> dict[str, Callable[[], Any]]:
+    """The generator's problem samplers for one split and difficulty, keyed "<area>__<module>"."""
     apply_generator_shims()
     from mathematics_dataset.modules import modules as generator_modules
 
-    if split == "train":
+    if _uses_extrapolation_modules(split, difficulty):
+        tree = generator_modules.test_extra()
+    elif difficulty != "full":
+        level = _LEVELS[difficulty] + (1 if split == "extrapolate" else 0)
+        tree = generator_modules.train(_level_entropy(level))
+    elif split == "train":
         # The identity entropy function = the generator's single "train" regime (full range).
         tree = generator_modules.train(lambda entropy_range: entropy_range)
-    elif split == "test":
-        tree = generator_modules.test()
     else:
-        tree = generator_modules.test_extra()
+        tree = generator_modules.test()
     return {
         f"{area}__{name}": sampler
         for area, samplers in tree.items()
