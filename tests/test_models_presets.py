@@ -150,3 +150,15 @@ def test_tiny_model_learns_a_batch_of_real_problems(pytestconfig: pytest.Config)
         losses.append(loss.item())
     assert losses[0] == pytest.approx(torch.log(torch.tensor(len(tokenizer))).item(), rel=0.1)
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_presets_are_one_shape_family_in_size_order() -> None:
+    # Scaling sweeps rely on it: depth and width grow together, each size a few times the last.
+    specs = list(PRESETS.values())
+    sizes = [non_embedding_by_hand(spec) for spec in specs]
+    assert sizes == sorted(sizes)
+    for smaller, larger, n_small, n_large in zip(specs, specs[1:], sizes, sizes[1:], strict=False):
+        assert larger.hidden_size > smaller.hidden_size
+        assert larger.num_layers >= smaller.num_layers
+        assert 1.5 < n_large / n_small < 5
+        assert 2.5 <= larger.intermediate_size / larger.hidden_size <= 2.8

@@ -9,7 +9,7 @@ heads of size d (= h / n_heads) and MLP width i:
          + 2*h)           # input_layernorm, post_attention_layernorm (RMSNorm weights)
     + h                   # final norm
 
-(no biases). The presets span about 50k to 29M of these, almost three orders of magnitude. All
+(no biases). The presets span about 12k to 29M of these, over three orders of magnitude. All
 presets tie the output head to the input embedding (as small LLaMA-family models such as
 SmolLM2 do), which keeps the embedding share of tiny models from dwarfing the rest.
 """
@@ -52,17 +52,36 @@ class PresetSpec:
 
 
 PRESETS: dict[str, PresetSpec] = {
-    # ~51k non-embedding parameters: the test / demo model (a CPU step on 8 x 64 tokens is ms).
+    # One shape family, depth and width growing together (layers 1..10, width 32..512, MLP width
+    # ~8/3 of the hidden size), ordered by size. The `hWlL` names are the sizes added between
+    # the named ones so that scaling sweeps get a size per ~2.5x (studies/scaling_cpu).
+    # ~11.6k non-embedding parameters
+    "h32l1": PresetSpec(
+        hidden_size=32, num_layers=1, num_heads=4, num_kv_heads=2, intermediate_size=88
+    ),
+    # ~51k: the test / demo model (a CPU step on 8 x 64 tokens is ms).
     "tiny": PresetSpec(
         hidden_size=48, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128
+    ),
+    # ~139k
+    "h64l3": PresetSpec(
+        hidden_size=64, num_layers=3, num_heads=4, num_kv_heads=2, intermediate_size=176
     ),
     # ~406k
     "xs": PresetSpec(
         hidden_size=96, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=256
     ),
+    # ~923k
+    "h128l5": PresetSpec(
+        hidden_size=128, num_layers=5, num_heads=4, num_kv_heads=2, intermediate_size=352
+    ),
     # ~2.4M
     "s": PresetSpec(
         hidden_size=192, num_layers=6, num_heads=6, num_kv_heads=2, intermediate_size=512
+    ),
+    # ~5.1M
+    "h256l7": PresetSpec(
+        hidden_size=256, num_layers=7, num_heads=8, num_kv_heads=4, intermediate_size=688
     ),
     # ~9.1M
     "m": PresetSpec(
