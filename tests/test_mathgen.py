@@ -292,3 +292,11 @@ def test_full_difficulty_is_the_default_and_levels_are_other_streams() -> None:
     )
     with pytest.raises(ValueError, match="difficulty must be one of"):
         mathgen.generate(modules, 1, "train", 0, "trivial")  # type: ignore[arg-type]
+
+
+def test_a_draw_the_generator_rejects_is_redrawn() -> None:
+    # Seed 0's first 3000 easy add_sub_multiple draws include one on which the generator's own
+    # `assert sample_args.entropy == 0` fails; that draw is discarded, the rest are kept.
+    records = mathgen.generate(["arithmetic__add_sub_multiple"], 3000, "train", 0, "easy")
+    assert len(records) == 3000
+    assert all(r.answer_value is not None for r in records)
