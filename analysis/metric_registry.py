@@ -84,6 +84,7 @@ _GEN = [
     ("exact_match", "max", "share of generated answers that are right"),
     ("mae", "min", "mean absolute error of the generated numbers"),
     ("rel_error", "min", "mean relative error of the generated numbers"),
+    ("log_error", "min", "mean log10(1 + |error|) of the generated numbers (robust MAE)"),
     ("parsed", "max", "share of generated answers with a number in them"),
     ("place_acc_int_{place}", "max", "generated digit right at integer place {place}"),
     ("place_acc_dec_{place}", "max", "generated digit right at decimal place {place}"),

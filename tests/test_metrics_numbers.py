@@ -100,6 +100,7 @@ def test_score_numbers_golden() -> None:
     # Exact: only row 0 -> 1/4.
     # MAE over parsed pairs: (0 + 0.5 + 0.001) / 3.
     # Relative error over parsed pairs with a non-zero reference: (0/5 + 0.5/10) / 2.
+    # Log-error over parsed pairs: (log10(1) + log10(1.5) + log10(1.001)) / 3.
     assert got == {
         "n": 6.0,
         "n_scored": 4.0,
@@ -107,6 +108,7 @@ def test_score_numbers_golden() -> None:
         "exact_match": 0.25,
         "mae": pytest.approx((0 + 0.5 + 0.001) / 3),
         "rel_error": pytest.approx((0 / 5 + 0.5 / 10) / 2),
+        "log_error": pytest.approx((0.0 + 0.17609125905568124 + 0.0004340774793185929) / 3),
     }
 
 

@@ -145,7 +145,8 @@ def score_generation(
     places = PlaceAccuracy()
     for text, record in zip(texts, records, strict=True):
         places.update(text, record.answer_value)  # the text is read through its final number
-    metrics = {"exact_match": exact_match, "mae": numbers["mae"], "rel_error": numbers["rel_error"]}
+    metrics = {"exact_match": exact_match}
+    metrics.update({k: numbers[k] for k in ("mae", "rel_error", "log_error")})
     metrics["parsed"] = numbers["parsed"]
     metrics.update(
         {k: v for k, v in places.compute().items() if k != "place_n" and not math.isnan(v)}

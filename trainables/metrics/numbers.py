@@ -203,6 +203,8 @@ def score_numbers(
     - `mae`: mean |prediction − reference| over the parsed pairs;
     - `rel_error`: mean |prediction − reference| / |reference| over the parsed pairs whose
       reference is not 0 (a zero reference has no relative error);
+    - `log_error`: mean log10(1 + |prediction − reference|) over the parsed pairs: how many
+      orders of magnitude off, robust where MAE is ruled by one far-off answer to a big number;
     - `n`: all rows, `n_scored`: rows with a numeric reference.
     Means over no rows are NaN.
     """
@@ -213,7 +215,7 @@ def score_numbers(
             f"predictions and references differ in length: {len(predictions)} != {len(references)}"
         )
     n_scored = n_parsed = n_exact = n_rel = 0
-    abs_sum = rel_sum = 0.0
+    abs_sum = rel_sum = log_sum = 0.0
     for i, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
         if not isinstance(prediction, str):
             raise TypeError(f"predictions[{i}] must be a str, got {type(prediction).__name__}")
@@ -228,6 +230,7 @@ def score_numbers(
         n_exact += numbers_match(pred, ref, rel_tol)
         err = abs(pred - ref)
         abs_sum += err
+        log_sum += math.log10(1.0 + err)
         if ref != 0:
             n_rel += 1
             rel_sum += err / abs(ref)
@@ -239,6 +242,7 @@ def score_numbers(
         "exact_match": n_exact / n_scored if n_scored else nan,
         "mae": abs_sum / n_parsed if n_parsed else nan,
         "rel_error": rel_sum / n_rel if n_rel else nan,
+        "log_error": log_sum / n_parsed if n_parsed else nan,
     }
 
 
