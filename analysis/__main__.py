@@ -94,7 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="which value of a trial counts: final, best, step:N (repeatable; default: final)",
     )
     p.add_argument("--by", action="append", help=by_help)
-    p.add_argument("--baseline", default="mle", help="loss the paired tests compare against")
+    p.add_argument(
+        "--baseline",
+        default="mle",
+        help="loss the paired tests compare against, or one arm's label, e.g. "
+        "'del (distance=False)'",
+    )
     add_correction(p)
 
     p = add("entropy", "digit entropy and digit accuracy over training per loss")

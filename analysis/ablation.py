@@ -254,7 +254,9 @@ def ablation(
             keys.append((arm, metric, spec))
             pairs.append(([mine[s] for s in common], [theirs[s] for s in common]))
     tests = dict(zip(keys, paired_t_tests(pairs), strict=True))
-    has_baseline = any(arms.key_values[a].get("loss") == baseline for a in rows_in_use)
+    has_baseline = any(
+        a == baseline or arms.key_values[a].get("loss") == baseline for a in rows_in_use
+    )
     if has_baseline:
         by_reason: dict[str, list[str]] = defaultdict(list)
         for arm, why in reasons.items():

@@ -99,7 +99,8 @@ def assign_arms(
         key_values[label] = row
         labels.append(label)
     is_base = [
-        baseline is not None and key_values[label].get(baseline_column) == baseline
+        baseline is not None
+        and (label == baseline or key_values[label].get(baseline_column) == baseline)
         for label in labels
     ]
     order = [lb for lb, b in zip(labels, is_base, strict=True) if b] + [
@@ -125,10 +126,15 @@ def baseline_arm(
 ) -> tuple[str | None, str | None]:
     """The baseline arm to compare arm `label` with, or (None, reason).
 
-    The baseline is the arm whose `column` equals `value` and that agrees with `label` on every
+    `value` may be an arm's label: then that arm is every other arm's baseline. Otherwise the
+    baseline is the arm whose `column` equals `value` and that agrees with `label` on every
     other key column where both have a value (an mle arm has no alpha; it still matches a del arm
     with any alpha but the same learning rate and model).
     """
+    if value in arms.key_values:
+        # The baseline named by its arm label ("del (distance=False)"): that one arm, for every
+        # other arm (e.g. a loss against one of its own variants).
+        return (None, None) if label == value else (value, None)
     mine = arms.key_values[label]
     if column not in arms.keys:
         return None, f"no {column} column among the row keys: no comparison with {value}"

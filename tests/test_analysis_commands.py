@@ -522,3 +522,42 @@ def test_json_output_of_every_command(golden: Path, capsys: pytest.CaptureFixtur
     half = math.tan(math.pi * 0.45) * 0.025
     assert (record["ci_low"], record["ci_high"]) == pytest.approx((1.025 - half, 1.025 + half))
     assert record["level"] == 0.9 and "90% CI" in doc["tables"][0]["title"]
+
+
+def test_baseline_may_be_one_arm_of_a_loss(tmp_path: Path) -> None:
+    # DEL with and without its distance term (the grid's variants of one loss): the variant is
+    # tested against plain DEL, named by its arm label. Values by hand: Δ per seed and its mean.
+    values = {
+        "mle": [0.50, 0.52, 0.49],
+        "del_plain": [0.55, 0.56, 0.52],
+        "del_distance": [0.51, 0.53, 0.50],
+    }
+    params = {
+        "mle": None,
+        "del_plain": {"alpha": 0.01, "distance": False},
+        "del_distance": {"alpha": 0.01, "distance": True},
+    }
+    rows, states = [], []
+    for arm, per_seed in values.items():
+        for seed, value in enumerate(per_seed):
+            trial = f"{arm}_s{seed}"
+            rows.append((trial, 0, 100, "eval/test/digit_acc", value, at(seed)))
+            loss = "mle" if arm == "mle" else "del"
+            config = trial_config(loss=loss, params=params[arm], seed=seed)
+            states.append(trial_row(trial, "TERMINATED", config, ts=at(seed)))
+    write_metric_rows(tmp_path, "variants", rows)
+    write_trial_states(tmp_path, "variants", states)
+    result = ablation(
+        open_store(tmp_path),
+        metrics=["eval/test/digit_acc"],
+        values=[FINAL],
+        baseline="del (distance=False)",
+    )
+    paired = result.tables[1]
+    assert {r[0]: r[1] for r in paired.rows} == {
+        "mle": "del (distance=False)",
+        "del (distance=True)": "del (distance=False)",
+    }
+    # del+distance − del per seed: −0.04, −0.03, −0.02; mean −0.03
+    by_arm = {r[0]: r[2] for r in paired.rows}
+    assert "Δ=-0.03" in by_arm["del (distance=True)"]
