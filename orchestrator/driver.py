@@ -13,6 +13,7 @@ import importlib.metadata
 import math
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ class NonFiniteLossError(RuntimeError):
 
 def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) -> None:
     """Tune function trainable: run one trial as a Ray Train job and wait for it."""
+    launched_at = time.time()  # the start of the trial's start-up timeline
     from trainables.worker import train_loop_per_worker  # imports DeepSpeed: trial side only
 
     sweep_cfg = SweepConfig.model_validate(sweep)
@@ -53,7 +55,10 @@ def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) 
         per_worker["GPU"] = resources.gpus_per_worker
     trainer = TorchTrainer(
         train_loop_per_worker,
-        train_loop_config=trial_config(sweep_cfg, trial_params(config), trial_id),
+        train_loop_config={
+            **trial_config(sweep_cfg, trial_params(config), trial_id),
+            "launched_at": launched_at,
+        },
         scaling_config=ray.train.ScalingConfig(
             num_workers=resources.workers_per_trial,
             use_gpu=resources.gpus_per_worker > 0,

@@ -27,6 +27,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 import deepspeed
+import psutil
 import ray.train
 import torch.distributed as dist
 
@@ -43,6 +44,10 @@ from trainables.trial_inputs import (
     load_model_and_tokenizer,
     load_splits,
 )
+
+# Unix time at which this module's imports (torch, transformers, DeepSpeed, Ray Train) were done:
+# the start-up timeline's "imports" mark.
+IMPORTED_AT = time.time()
 
 CHECKPOINT_TAG = "numsweep"
 STOPPED_FILE = "numsweep-stopped.json"  # a checkpoint holding only this: the trial stopped
@@ -79,8 +84,21 @@ def _quiet_report_log() -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def startup_metrics(marks: dict[str, float], launched_at: float | None) -> dict[str, float]:
+    """The start-up timeline: `perf/startup/launched_at` (Unix time the trial's Tune driver
+    launched the Train run) and `perf/startup/<phase>_s`, seconds from then to the end of each
+    phase (worker process created, imports, model, data, DeepSpeed engine, step-0 report, first
+    training step). Nothing without a launch time, or once reported (`marks` emptied)."""
+    if launched_at is None or not marks:
+        return {}
+    timeline = {f"perf/startup/{phase}_s": at - launched_at for phase, at in marks.items()}
+    return {"perf/startup/launched_at": launched_at, **timeline}
+
+
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     cfg = TrialConfig.model_validate(config)
+    # The start-up timeline, reported once with the first report after training begins.
+    marks = {"worker_process": psutil.Process().create_time(), "imports": IMPORTED_AT}
     _quiet_report_log()
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
@@ -107,8 +125,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     if "cost_embedding" in LOSSES[cfg.loss.name].required_inputs:
         params["cost_embedding"] = emo_cost_embedding(model, zero3).to(device)
     loss_fn = build_loss(cfg.loss.name, vocab, **params)
+    marks["model"] = time.time()
     splits = load_splits(cfg, tokenizer)
     sizes = count_parameters(model)
+    marks["data"] = time.time()
 
     # ---- DeepSpeed engine with the cosine schedule ----------------------------------------
     engine, _, _, scheduler = deepspeed.initialize(
@@ -126,6 +146,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         ),
         dist_init_required=False,  # Ray Train already set up the process group
     )
+    marks["deepspeed"] = time.time()
 
     start_step = 0
     resumed_metrics: dict[str, Any] | None = None
@@ -200,6 +221,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             "model/params_non_embedding": sizes["non_embedding"],
         }
         report(0, {**first, **evaluate(0, final=False)}, save=False)
+    marks["step0_report"] = time.time()
 
     # ---- training --------------------------------------------------------------------------
     sums = {
@@ -272,6 +294,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         sums["steps"] += 1
         sums["time"] += time.perf_counter() - began
         sums["norm"] += float(norm) if norm is not None else float("nan")
+        if step == start_step:
+            marks["first_step"] = time.time()
 
         done = step + 1
         final = done == train.steps
@@ -287,7 +311,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 "perf/step_time_s": sums["time"] / n,
                 "perf/peak_mem_mb": _peak_memory_mb(device),
                 **evaluate(done, final),
+                **startup_metrics(marks, cfg.launched_at),
             }
+            marks.clear()  # reported once
             save = final or bool(train.checkpoint_every and done % train.checkpoint_every == 0)
             report(done, metrics, save)
             sums = dict.fromkeys(sums, 0.0)
