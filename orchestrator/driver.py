@@ -27,6 +27,7 @@ from analysis.schema import SCHEMA_VERSION
 from orchestrator.parquet_sink import ParquetSink, ResultsStore
 from orchestrator.search_space import define_by_run, grid_arms, trial_config
 from orchestrator.sweep_file import SweepConfig
+from trainables.entry import train_loop_per_worker
 
 # The Tune trial itself only waits on its Train run: no CPU, a token of memory (Tune refuses an
 # empty resource request). The workers' resources are requested by the TorchTrainer.
@@ -45,8 +46,6 @@ class NonFiniteLossError(RuntimeError):
 def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) -> None:
     """Tune function trainable: run one trial as a Ray Train job and wait for it."""
     launched_at = time.time()  # the start of the trial's start-up timeline
-    from trainables.worker import train_loop_per_worker  # imports DeepSpeed: trial side only
-
     sweep_cfg = SweepConfig.model_validate(sweep)
     trial_id = tune.get_context().get_trial_id()
     resources = sweep_cfg.resources
@@ -294,11 +293,15 @@ def _tuner(
             scheduler=_scheduler(sweep),
             num_samples=run.num_trials,
             max_concurrent_trials=max_concurrent,
+            reuse_actors=True,
         )
         param_space: dict[str, Any] = {}
     else:
         tune_config = tune.TuneConfig(
-            num_samples=1, max_concurrent_trials=max_concurrent, scheduler=_scheduler(sweep)
+            num_samples=1,
+            max_concurrent_trials=max_concurrent,
+            scheduler=_scheduler(sweep),
+            reuse_actors=True,
         )
         param_space = {"arm": tune.grid_search(grid_arms(sweep))}
     tuner = tune.Tuner(
