@@ -35,6 +35,7 @@ from trainables.config import TrialConfig
 from trainables.data.batching import collate
 from trainables.data_order import micro_batch_indices
 from trainables.deepspeed_config import deepspeed_config
+from trainables.deepspeed_ops import announce_jit_builds, trial_ops
 from trainables.evaluation import generate_answers, score_generation, teacher_forced
 from trainables.losses import LOSSES, build_loss, target_counts
 from trainables.models.presets import count_parameters
@@ -107,6 +108,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
     # ---- model, tokenizer, loss, data ------------------------------------------------------
     train = cfg.train
+    announce_jit_builds(
+        trial_ops(cuda=device.type == "cuda", offload_optimizer=train.offload_optimizer)
+    )
     # Ray Train set up the process group; DeepSpeed must wrap it before it reads any config
     # (else it sizes batches for a world of 1).
     deepspeed.init_distributed(dist_backend=dist.get_backend(), dist_init_required=False)
