@@ -55,6 +55,8 @@ class PlainRun:
     """Global gradient norm before clipping."""
     startup_s: dict[str, float] = field(default_factory=dict)
     """Seconds from the process's start to the end of: imports, model, data, first_step."""
+    vocab_size: int = 0
+    """The model's vocabulary size (V of the logits)."""
     peak_mem_mb: float = 0.0
     """Peak resident memory of the process (CPU) or peak allocated memory (CUDA)."""
     state: dict[str, torch.Tensor] = field(default_factory=dict)
@@ -77,6 +79,7 @@ def train(
 
     model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed)
     model.to(dev).train()
+    run.vocab_size = model.get_output_embeddings().weight.shape[0]
     vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
     params: dict[str, Any] = dict(cfg.loss.params)
     if "cost_embedding" in LOSSES[cfg.loss.name].required_inputs:

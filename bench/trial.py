@@ -21,9 +21,11 @@ ZeRO-2, one Ray Train worker with one CPU) with its preset and step count replac
    itself with fewer steps; every trial's start-up timeline (`perf/startup/*`), and the mean over
    the trials after the first pair (steady state: caches warm, Tune's actors reused).
 3. Loss cost (`--losses`): each loss's step time inside a real training step, as a ratio to
-   `mle`'s, in the plain loop and in a numsweep trial (run one after another). With
+   `mle`'s, in the plain loop and in a numsweep trial (run one after another), on the preset
+   (`--loss-preset`, `--vocab-size`) or a pretrained model (`--model-path smollm2`). With
    `--device cuda` the trials get one GPU each and bf16 where the GPU has it (as a trial with
-   `train.precision: auto`); the plain loop then runs its forward under bf16 autocast.
+   `train.precision: auto`); the plain loop then runs its forward under bf16 autocast, and the
+   throughput runs take turns on the GPU instead of running at the same time.
 
 Timings are printed as Markdown tables with the machine and its load average, and written to
 `--json` (default bench/out/trial.json) with every number measured.
@@ -67,12 +69,19 @@ def demo_sweep() -> dict[str, Any]:
 
 
 def single_trial_sweep(
-    experiment: str, preset: str, steps: int, every: int, loss: str, device: str
+    experiment: str,
+    preset: str,
+    steps: int,
+    every: int,
+    loss: str,
+    device: str,
+    model: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The demo's trial as a one-trial grid sweep (`loss`, seed 0, one worker)."""
+    """The demo's trial as a one-trial grid sweep (`loss`, seed 0, one worker); `model`
+    replaces the demo's model section (a vocabulary size, a pretrained model)."""
     sweep = demo_sweep()
     trial = sweep["trial"]
-    trial["model"]["preset"] = preset
+    trial["model"] = {**trial["model"], "preset": preset, **(model or {})}
     trial["train"]["steps"] = steps
     trial["eval"] = {**trial["eval"], "every": every, "generate_examples": 0}
     resources = {"workers_per_trial": 1, "cpus_per_worker": 1, "max_concurrent_trials": 1}
@@ -217,20 +226,28 @@ def throughput(preset: str, steps: int, device: str, work: Path) -> dict[str, An
     sweep = single_trial_sweep(f"bench-{preset}", preset, steps, every, "mle", device)
     config = trial_config_of(sweep, "mle")
     load_before = load_average()
-    stop = work / f"plain-{preset}" / "stop"
-    plain_proc, plain_out = start_plain(config, work / f"plain-{preset}", device, until=stop)
-    try:
-        ns_proc, results = start_numsweep(sweep, work / f"numsweep-{preset}")
-        wait(ns_proc, f"numsweep trial ({preset})", work / f"numsweep-{preset}")
-    finally:
-        stop.touch()  # the plain loop stops after its current step, also when the trial failed
-    wait(plain_proc, f"plain loop ({preset})", work / f"plain-{preset}")
+    plain_dir, numsweep_dir = work / f"plain-{preset}", work / f"numsweep-{preset}"
+    if device == "cuda":
+        # One GPU: shared by two runs it would time neither; one after the other instead.
+        plain_proc, plain_out = start_plain(config, plain_dir, device)
+        wait(plain_proc, f"plain loop ({preset})", plain_dir)
+        ns_proc, results = start_numsweep(sweep, numsweep_dir)
+        wait(ns_proc, f"numsweep trial ({preset})", numsweep_dir)
+    else:
+        stop = plain_dir / "stop"
+        plain_proc, plain_out = start_plain(config, plain_dir, device, until=stop)
+        try:
+            ns_proc, results = start_numsweep(sweep, numsweep_dir)
+            wait(ns_proc, f"numsweep trial ({preset})", numsweep_dir)
+        finally:
+            stop.touch()  # the plain loop ends after its current step, also if the trial failed
+        wait(plain_proc, f"plain loop ({preset})", plain_dir)
     plain = json.loads(plain_out.read_text())
     (trial,) = numsweep_trials(results)
     during = [
         t
         for t, at in zip(plain["step_time_s"], plain["step_end_at"], strict=True)
-        if trial["trained_from"] <= at <= trial["trained_until"]
+        if device == "cuda" or trial["trained_from"] <= at <= trial["trained_until"]
     ]
     if len(during) < 2 * every:
         raise SystemExit(f"{preset}: the plain loop ran only {len(during)} steps during the trial")
@@ -279,18 +296,29 @@ def fixed_cost(n_trials: int, steps: int, work: Path) -> dict[str, Any]:
     }
 
 
-def loss_costs(losses: list[str], preset: str, steps: int, device: str, work: Path) -> dict:
+def loss_costs(
+    losses: list[str],
+    preset: str,
+    steps: int,
+    device: str,
+    work: Path,
+    model: dict[str, Any] | None = None,
+) -> dict:
     """Each loss's step time (plain loop and numsweep trial) and its ratio to mle's."""
     every = max(1, steps // 4)
     rows = {}
+    vocab_size = None
     for loss in dict.fromkeys(["mle", *losses]):
-        sweep = single_trial_sweep(f"bench-loss-{loss}", preset, steps, every, loss, device)
+        sweep = single_trial_sweep(
+            f"bench-loss-{loss}", preset, steps, every, loss, device, model=model
+        )
         folder = work / f"loss-{loss}"
         plain_proc, plain_out = start_plain(trial_config_of(sweep, loss), folder, device)
         wait(plain_proc, f"plain loop ({loss})", folder)
         ns_proc, results = start_numsweep(sweep, folder)
         wait(ns_proc, f"numsweep trial ({loss})", folder)
         plain = json.loads(plain_out.read_text())
+        vocab_size = plain["vocab_size"]
         (trial,) = numsweep_trials(results)
         rows[loss] = {
             "plain_step_s": steady(windows(plain["step_time_s"], every)),
@@ -299,7 +327,14 @@ def loss_costs(losses: list[str], preset: str, steps: int, device: str, work: Pa
     for row in rows.values():
         row["plain_x_mle"] = row["plain_step_s"] / rows["mle"]["plain_step_s"]
         row["numsweep_x_mle"] = row["numsweep_step_s"] / rows["mle"]["numsweep_step_s"]
-    return {"preset": preset, "steps": steps, "device": device, "losses": rows}
+    model_name = (model or {}).get("path") or preset
+    return {
+        "model": model_name,
+        "vocab_size": vocab_size,
+        "steps": steps,
+        "device": device,
+        "losses": rows,
+    }
 
 
 def print_tables(report: dict[str, Any]) -> None:
@@ -334,7 +369,10 @@ def print_tables(report: dict[str, Any]) -> None:
         print(f"\nload average {fixed['load_before']} → {fixed['load_after']}")
     if report.get("loss_cost"):
         lc = report["loss_cost"]
-        print(f"\nLoss cost in a training step ({lc['preset']}, {lc['device']}):\n")
+        print(
+            f"\nLoss cost in a training step ({lc['model']}, V={lc['vocab_size']}, "
+            f"{lc['device']}):\n"
+        )
         print("| loss | plain step | × mle | numsweep step | × mle |")
         print("|---|---:|---:|---:|---:|")
         for loss, r in lc["losses"].items():
@@ -353,6 +391,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--losses", nargs="*", default=[], help="loss-cost mode: these vs mle")
     parser.add_argument("--loss-preset", default="tiny")
     parser.add_argument("--loss-steps", type=int, default=100)
+    parser.add_argument(
+        "--vocab-size", type=int, help="loss mode: the digit tokenizer's size (model.vocab_size)"
+    )
+    parser.add_argument(
+        "--model-path", help="loss mode: a pretrained model instead of the preset (e.g. smollm2)"
+    )
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--skip", nargs="*", default=[], choices=["throughput", "fixed"])
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
@@ -369,8 +413,13 @@ def main(argv: list[str] | None = None) -> int:
         if "fixed" not in args.skip:
             report["fixed_cost"] = fixed_cost(args.fixed_cost_trials, args.fixed_cost_steps, work)
         if args.losses:
+            model: dict[str, Any] = {}
+            if args.vocab_size:
+                model["vocab_size"] = args.vocab_size
+            if args.model_path:
+                model.update(preset=None, path=args.model_path)
             report["loss_cost"] = loss_costs(
-                args.losses, args.loss_preset, args.loss_steps, args.device, work
+                args.losses, args.loss_preset, args.loss_steps, args.device, work, model
             )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1))
