@@ -18,6 +18,8 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install -q -e ".[dev]"
+	# DeepSpeed would compile its CPU ops on a first trial (and again in every new venv): once, here.
+	$(PY) -m trainables.deepspeed_ops build
 	touch $@
 
 demo: venv

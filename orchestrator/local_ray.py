@@ -17,6 +17,10 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
     if address and address != "local":
         ray.init(address=address)
         return "cluster"
+    # No node of a single machine is preempted, so Ray Train's preemption watcher (one more
+    # process per trial start) has nothing to watch. Set before Ray starts: its processes
+    # inherit it.
+    os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
     # The dashboard process also serves Ray's state API, which Ray Train polls to clean up
     # after a trial; without it that poll fails (and logs so) every second. Loopback only.
     ray.init(
@@ -24,6 +28,10 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
         num_cpus=num_cpus or os.cpu_count(),
         include_dashboard=True,
         dashboard_host="127.0.0.1",
+        # Ray starts its workers at niceness 15 so that a cluster's raylet stays responsive;
+        # on this machine the trials are the job, and at 15 any other process (a plain
+        # PyTorch loop next to them, say) takes their CPU first.
+        _system_config={"worker_niceness": 0},
     )
     return "local"
 

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from analysis.metric_registry import family
+from bench.trial import PHASES
 from tests.sweep_runs import ROOT, numsweep, write_sweep
 
 SWEEP = {
@@ -111,6 +112,20 @@ def test_sweep_writes_complete_parquet(sweep_run):
         assert 0.0 < m["eval/test/digit_entropy"] <= math.log(10) + 1e-9
     sizes = metrics.filter(pl.col("metric") == "model/params_non_embedding")
     assert sizes["step"].unique().to_list() == [0]
+
+    # The start-up timeline: once per trial, with its first report after training began, each
+    # phase ending after the one before it (seconds from the Train run's launch).
+    startup = metrics.filter(pl.col("metric").str.starts_with("perf/startup/"))
+    assert set(startup["trial_id"]) == set(latest["trial_id"])
+    for (trial_id,), rows in startup.group_by("trial_id"):
+        assert rows["step"].unique().to_list() == [3], trial_id
+        marks = dict(zip(rows["metric"], rows["value"], strict=True))
+        # bench.trial reads exactly these: worker process, imports, …, first step
+        assert set(marks) == {"perf/startup/launched_at"} | {
+            f"perf/startup/{phase}_s" for phase in PHASES
+        }
+        phases = [marks[f"perf/startup/{phase}_s"] for phase in PHASES]
+        assert phases[0] > 0 and phases == sorted(phases), (trial_id, marks)
 
 
 @pytest.mark.slow

@@ -32,7 +32,8 @@ def ray_local():
 
 
 def run(tmp_path, name: str, workers: int, config: dict | None = None, **train) -> list[dict]:
-    """Every report (rank 0's metrics) of one Ray Train run of the worker loop."""
+    """Every report (rank 0's metrics) of one Ray Train run of the worker loop; its checkpoints
+    are under tmp_path / "ray" / name."""
     import ray.train
     from ray.train.torch import TorchTrainer
     from ray.train.v2.api.callback import UserCallback
@@ -108,6 +109,42 @@ def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, ray_loca
         )
     )
     assert accumulated["train/tokens_seen"] == expected
+
+
+@pytest.mark.slow
+def test_a_numsweep_step_is_the_plain_pytorch_step(tmp_path, ray_local):
+    """One Ray Train worker with a DeepSpeed engine (ZeRO-2, as in the demo) and the plain
+    single-process loop of `bench.plain_loop` (torch AdamW, clip_grad_norm_) take the same steps:
+    the same loss at every step, the same gradient norm, the same weights at the end."""
+    from bench import plain_loop
+    from trainables.config import TrialConfig
+    from trainables.trial_inputs import load_model_and_tokenizer
+
+    config = {
+        **BASE,
+        "train": {**BASE["train"], "steps": 5, "zero_stage": 2, "grad_accum": 2},
+        "eval": {"every": 1, "batch_size": 12, "generate_examples": 0},
+        "cache_dir": str(tmp_path / "c"),
+    }
+    reports = run(tmp_path, "same-steps", workers=1, config=config)
+    plain = plain_loop.train(config)
+    assert [r["step"] for r in reports] == [0, 1, 2, 3, 4, 5]
+    trained = reports[1:]  # eval.every=1: each report holds one step's loss and norm
+    # Same forward and backward: the loss is the same number; DeepSpeed sums the norm in float64.
+    assert [r["train/loss"] for r in trained] == pytest.approx(plain.loss, rel=1e-6)
+    assert [r["train/grad_norm"] for r in trained] == pytest.approx(plain.grad_norm, rel=1e-5)
+    (checkpoint,) = (tmp_path / "ray" / "same-steps").glob("checkpoint_*/numsweep")
+    weights = torch.load(checkpoint / "mp_rank_00_model_states.pt", weights_only=False)["module"]
+    assert weights.keys() == plain.state.keys()
+    for key, value in plain.state.items():
+        # DeepSpeed's fused AdamW and torch's differ by rounding only (seen: 1.2e-7 after 6 steps).
+        torch.testing.assert_close(weights[key], value, rtol=0, atol=1e-6, msg=key)
+    # ... and the steps moved them: this compares trained weights, not two initialisations.
+    initial, _ = load_model_and_tokenizer(
+        TrialConfig.model_validate(config).model, config["cache_dir"], seed=0
+    )
+    moved = max(float((weights[k] - v).abs().max()) for k, v in initial.state_dict().items())
+    assert moved > 1e-3
 
 
 @pytest.mark.slow

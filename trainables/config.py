@@ -134,7 +134,10 @@ class TrialConfig(_Strict):
     seed: int = 0
     """Seeds model init, data generation and data order; the same for every loss of an arm."""
     cache_dir: str = Field(default_factory=lambda: str(Path.home() / ".cache" / "numsweep"))
-    """Where tokenizers and converted models are cached."""
+    """Where tokenizers, generated data and converted models are cached."""
+    launched_at: float | None = None
+    """Unix time at which the trial's Tune driver launched this Ray Train run (set by the
+    driver); the worker reports its start-up timeline (`perf/startup/*`) relative to it."""
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from trainables.config import DataConfig, ModelConfig, TrialConfig, held_out_benchmark
-from trainables.data import mathgen
+from trainables.data import generated_cache
 from trainables.data.batching import encode_records
 from trainables.data.benchmarks import load_benchmark
 from trainables.data.instructions import load_instructions
@@ -104,9 +104,12 @@ class Splits:
     """Generation evaluation: benchmark name ("mathgen", "gsm8k", …) -> records."""
 
 
-def held_out_split(data: DataConfig, seed: int) -> tuple[list[Record], list[Record]]:
+def held_out_split(
+    data: DataConfig, seed: int, cache_dir: str | Path | None = None
+) -> tuple[list[Record], list[Record]]:
     """(training records, held-out interpolation records): generated problems kept apart by the
-    generator's hash partition, or an instruction file's last `n_test` records held out."""
+    generator's hash partition (cached under `cache_dir` when given), or an instruction file's
+    last `n_test` records held out."""
     if data.source == "instructions":
         if data.path is None:
             raise ValueError("data.source 'instructions' needs data.path")
@@ -117,15 +120,20 @@ def held_out_split(data: DataConfig, seed: int) -> tuple[list[Record], list[Reco
                 f"{data.n_test} (the last n_test are held out for evaluation)"
             )
         return records[: -data.n_test][: data.n_train], records[-data.n_test :]
-    train = mathgen.generate(data.modules, data.n_train, "train", seed, data.difficulty)
-    return train, mathgen.generate(data.modules, data.n_test, "test", seed, data.difficulty)
+    train = generated_cache.generate(
+        data.modules, data.n_train, "train", seed, cache_dir, data.difficulty
+    )
+    test = generated_cache.generate(
+        data.modules, data.n_test, "test", seed, cache_dir, data.difficulty
+    )
+    return train, test
 
 
 def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
     """Training data, held-out teacher-forced splits and generation benchmarks for a trial."""
     data, seed = config.data, config.seed
     chat = config.model.chat_template
-    train, test = held_out_split(data, seed)
+    train, test = held_out_split(data, seed, config.cache_dir)
     splits = Splits(train=encode_records(tokenizer, train, data.max_length, chat))
     if not splits.train:
         raise ValueError("no training example fits data.max_length")
@@ -133,7 +141,9 @@ def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
     if config.eval.generate_examples:
         splits.generation[held_out_benchmark(data)] = test[: config.eval.generate_examples]
     if data.n_extra:
-        extra = mathgen.generate(data.modules, data.n_extra, "extrapolate", seed, data.difficulty)
+        extra = generated_cache.generate(
+            data.modules, data.n_extra, "extrapolate", seed, config.cache_dir, data.difficulty
+        )
         splits.eval_examples["extra"] = encode_records(tokenizer, extra, data.max_length, chat)
         if config.eval.generate_examples:
             splits.generation["mathgen_extra"] = extra[: config.eval.generate_examples]

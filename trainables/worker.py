@@ -27,6 +27,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 import deepspeed
+import psutil
 import ray.train
 import torch.distributed as dist
 
@@ -35,6 +36,7 @@ from trainables.config import TrialConfig
 from trainables.data.batching import collate
 from trainables.data_order import micro_batch_indices
 from trainables.deepspeed_config import deepspeed_config
+from trainables.deepspeed_ops import announce_jit_builds, trial_ops
 from trainables.evaluation import generate_answers, score_generation, teacher_forced
 from trainables.losses import LOSSES, build_loss, target_counts
 from trainables.models.presets import count_parameters
@@ -44,6 +46,10 @@ from trainables.trial_inputs import (
     load_model_and_tokenizer,
     load_splits,
 )
+
+# Unix time at which this module's imports (torch, transformers, DeepSpeed, Ray Train) were done:
+# the start-up timeline's "imports" mark.
+IMPORTED_AT = time.time()
 
 CHECKPOINT_TAG = "numsweep"
 STOPPED_FILE = "numsweep-stopped.json"  # a checkpoint holding only this: the trial stopped
@@ -72,8 +78,21 @@ def _quiet_report_log() -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def startup_metrics(marks: dict[str, float], launched_at: float | None) -> dict[str, float]:
+    """The start-up timeline: `perf/startup/launched_at` (Unix time the trial's Tune driver
+    launched the Train run) and `perf/startup/<phase>_s`, seconds from then to the end of each
+    phase (worker process created, imports, model, data, DeepSpeed engine, step-0 report, first
+    training step). Nothing without a launch time, or once reported (`marks` emptied)."""
+    if launched_at is None or not marks:
+        return {}
+    timeline = {f"perf/startup/{phase}_s": at - launched_at for phase, at in marks.items()}
+    return {"perf/startup/launched_at": launched_at, **timeline}
+
+
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     cfg = TrialConfig.model_validate(config)
+    # The start-up timeline, reported once with the first report after training begins.
+    marks = {"worker_process": psutil.Process().create_time(), "imports": IMPORTED_AT}
     _quiet_report_log()
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
@@ -82,6 +101,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
     # ---- model, tokenizer, loss, data ------------------------------------------------------
     train = cfg.train
+    announce_jit_builds(
+        trial_ops(cuda=device.type == "cuda", offload_optimizer=train.offload_optimizer)
+    )
     # Ray Train set up the process group; DeepSpeed must wrap it before it reads any config
     # (else it sizes batches for a world of 1).
     deepspeed.init_distributed(dist_backend=dist.get_backend(), dist_init_required=False)
@@ -100,8 +122,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     # before training moves the weights.
     inputs = LOSSES[cfg.loss.name].model_inputs(model, zero3=zero3)
     loss_fn = build_loss(cfg.loss.name, vocab, **cfg.loss.params, **inputs)
+    marks["model"] = time.time()
     splits = load_splits(cfg, tokenizer)
     sizes = count_parameters(model)
+    marks["data"] = time.time()
 
     # ---- DeepSpeed engine with the cosine schedule ----------------------------------------
     engine, _, _, scheduler = deepspeed.initialize(
@@ -119,6 +143,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         ),
         dist_init_required=False,  # Ray Train already set up the process group
     )
+    marks["deepspeed"] = time.time()
 
     start_step = 0
     tokens_seen = 0.0  # non-padding input tokens trained on, all micro-batches and ranks
@@ -196,6 +221,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             names.TOKENS_SEEN: 0.0,
         }
         report(0, {**first, **evaluate(0, final=False)}, save=False)
+    marks["step0_report"] = time.time()
 
     # ---- training --------------------------------------------------------------------------
     sums = {"loss": 0.0, "tokens": 0.0, "steps": 0.0, "time": 0.0, "norm": 0.0}
@@ -264,6 +290,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         sums["steps"] += 1
         sums["time"] += time.perf_counter() - began
         sums["norm"] += float(norm) if norm is not None else float("nan")
+        if step == start_step:
+            marks["first_step"] = time.time()
 
         done = step + 1
         final = done == train.steps
@@ -279,7 +307,9 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 names.STEP_TIME_S: sums["time"] / n,
                 names.PEAK_MEM_MB: _peak_memory_mb(device),
                 **evaluate(done, final),
+                **startup_metrics(marks, cfg.launched_at),
             }
+            marks.clear()  # reported once
             save = final or bool(train.checkpoint_every and done % train.checkpoint_every == 0)
             report(done, metrics, save)
             sums = dict.fromkeys(sums, 0.0)

@@ -1,0 +1,432 @@
+"""Benchmark: one trial as a plain PyTorch loop and as a numsweep trial, side by side, as ratios.
+
+    python -m bench.trial [--presets tiny s] [--steps 200] [--fixed-cost-trials 4]
+                          [--losses mle del compensated ...] [--device cpu|cuda]
+                          [--skip throughput fixed] [--json OUT]
+
+The trial is the demo's (`orchestrator/configs/demo.yaml`: model, data, batch, learning rate,
+ZeRO-2, one Ray Train worker with one CPU) with its preset and step count replaced.
+
+1. Throughput (per preset): the plain loop (`bench.plain_loop`, one process, one torch thread)
+   and the same trial through the CLI (`python -m orchestrator sweep`, one trial) start
+   together, and the plain loop trains on until the trial is done, so the machine's load falls
+   on both alike. Step time: the mean over each window of `every` steps (`perf/step_time_s`,
+   which times the same span the plain loop does: batches, forward, loss, backward, clip,
+   AdamW), the median over the windows after the first (warm-up); for the plain loop, over its
+   steps while the trial trained. Ratio = plain / numsweep (1.0: as fast as the plain loop).
+   Peak memory: the plain process's peak RSS and the worker's (`perf/peak_mem_mb`). Fixed cost:
+   plain = its process start to its first step; numsweep = the Tune trial's start (the Parquet
+   trials table) to its first step and to its step-0 report (when the sink received it).
+2. Fixed cost, several trials two at a time (`--fixed-cost-trials`, tiny): the demo sweep
+   itself with fewer steps; every trial's start-up timeline (`perf/startup/*`), and the mean over
+   the trials after the first pair (steady state: caches warm, Tune's actors reused).
+3. Loss cost (`--losses`): each loss's step time inside a real training step, as a ratio to
+   `mle`'s, in the plain loop and in a numsweep trial (run one after another), on the preset
+   (`--loss-preset`, `--vocab-size`) or a pretrained model (`--model-path smollm2`). With
+   `--device cuda` the trials get one GPU each and bf16 where the GPU has it (as a trial with
+   `train.precision: auto`); the plain loop then runs its forward under bf16 autocast, and the
+   throughput runs take turns on the GPU instead of running at the same time.
+
+Timings are printed as Markdown tables with the machine and its load average, and written to
+`--json` (default bench/out/trial.json) with every number measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "orchestrator" / "configs" / "demo.yaml"
+DEFAULT_JSON = ROOT / "bench" / "out" / "trial.json"
+# Start-up phases the worker reports (`perf/startup/<phase>_s`), in order.
+PHASES = (
+    "worker_process",
+    "imports",
+    "model",
+    "data",
+    "deepspeed",
+    "step0_report",
+    "first_step",
+)
+
+
+def demo_sweep() -> dict[str, Any]:
+    return yaml.safe_load(DEMO.read_text())
+
+
+def single_trial_sweep(
+    experiment: str,
+    preset: str,
+    steps: int,
+    every: int,
+    loss: str,
+    device: str,
+    model: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The demo's trial as a one-trial grid sweep (`loss`, seed 0, one worker); `model`
+    replaces the demo's model section (a vocabulary size, a pretrained model)."""
+    sweep = demo_sweep()
+    trial = sweep["trial"]
+    trial["model"] = {**trial["model"], "preset": preset, **(model or {})}
+    trial["train"]["steps"] = steps
+    trial["eval"] = {**trial["eval"], "every": every, "generate_examples": 0}
+    resources = {"workers_per_trial": 1, "cpus_per_worker": 1, "max_concurrent_trials": 1}
+    if device == "cuda":
+        resources["gpus_per_worker"] = 1
+    return {
+        "experiment": experiment,
+        "mode": "grid",
+        "seed": 0,
+        "trial": trial,
+        "grid": {"losses": [loss], "seeds": [0]},
+        "resources": resources,
+    }
+
+
+def trial_config_of(sweep: dict[str, Any], loss: str) -> dict[str, Any]:
+    """The TrialConfig the sweep's one trial runs with (as the driver resolves it)."""
+    from orchestrator.search_space import trial_config
+    from orchestrator.sweep_file import SweepConfig
+
+    return trial_config(SweepConfig.model_validate(sweep), {"loss": loss, "seed": 0}, "plain")
+
+
+def windows(step_times: list[float], every: int) -> list[float]:
+    """Mean step time of each window of `every` steps (what the worker reports)."""
+    return [statistics.fmean(step_times[i : i + every]) for i in range(0, len(step_times), every)]
+
+
+def steady(window_means: list[float]) -> float:
+    """The median window after the first (which holds the warm-up steps)."""
+    return statistics.median(window_means[1:] if len(window_means) > 1 else window_means)
+
+
+def start_plain(
+    config: dict[str, Any], folder: Path, device: str, until: Path | None = None
+) -> tuple[subprocess.Popen, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    out = folder / "plain.json"
+    command = [sys.executable, "-m", "bench.plain_loop", str(folder / "config.json"), str(out)]
+    command += ["--device", device, "--threads", "1"]
+    if until is not None:
+        command += ["--until-file", str(until)]
+    proc = subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL)
+    return proc, out
+
+
+def start_numsweep(
+    sweep: dict[str, Any] | Path, folder: Path, *overrides: str
+) -> tuple[subprocess.Popen, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    if isinstance(sweep, Path):
+        path = sweep
+    else:
+        path = folder / "sweep.yaml"
+        path.write_text(yaml.safe_dump(sweep))
+    results = folder / "results"
+    log = (folder / "numsweep.log").open("w")
+    command = [sys.executable, "-m", "orchestrator", "sweep", str(path), *overrides]
+    command += ["--results", str(results)]
+    proc = subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=log, stderr=subprocess.STDOUT)
+    return proc, results
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # an embedded Ray
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def wait(proc: subprocess.Popen, what: str, folder: Path) -> None:
+    if proc.wait() not in (0,):
+        log = folder / "numsweep.log"
+        tail = log.read_text()[-3000:] if log.is_file() else ""
+        raise SystemExit(f"{what} failed (exit {proc.returncode}); see {folder}\n{tail}")
+
+
+def numsweep_trials(results: Path) -> list[dict[str, Any]]:
+    """Per trial of a finished sweep: its loss, step-time windows, start-up timeline (seconds
+    from the Tune trial's start), step-0 report and peak memory, in start order."""
+    metrics = pl.read_parquet(glob.glob(f"{results}/metrics/*/*.parquet"))
+    trials = pl.read_parquet(glob.glob(f"{results}/trials/*/*.parquet"))
+    starts = (
+        trials.filter(pl.col("start").is_not_null())
+        .group_by("trial_id")
+        .agg(pl.col("start").min(), pl.col("loss").first())
+        .sort("start")
+    )
+    out = []
+    for row in starts.iter_rows(named=True):
+        rows = metrics.filter(pl.col("trial_id") == row["trial_id"])
+        start = row["start"].timestamp()
+        values = {r["metric"]: r["value"] for r in rows.iter_rows(named=True)}
+        launched = values["perf/startup/launched_at"]
+        timeline = {"launch": launched - start}
+        for phase in PHASES:
+            timeline[phase] = launched + values[f"perf/startup/{phase}_s"] - start
+        step0 = rows.filter(pl.col("step") == 0)["ts"].min().timestamp()
+        timeline["step0_stored"] = step0 - start
+        last = rows.filter(pl.col("step") == rows["step"].max())["ts"].min().timestamp()
+        step_times = (
+            rows.filter(pl.col("metric") == "perf/step_time_s").sort("step")["value"].to_list()
+        )
+        peak = rows.filter(pl.col("metric") == "perf/peak_mem_mb")["value"].max()
+        out.append(
+            {
+                "trial_id": row["trial_id"],
+                "loss": row["loss"],
+                "timeline_s": timeline,
+                "step_windows_s": step_times,
+                "peak_mem_mb": peak,
+                # Unix times bounding its training: the first step's end, the last report stored.
+                "trained_from": start + timeline["first_step"],
+                "trained_until": last,
+            }
+        )
+    return out
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def machine() -> dict[str, Any]:
+    import torch
+
+    info = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+    }
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def throughput(preset: str, steps: int, device: str, work: Path) -> dict[str, Any]:
+    """Plain loop and numsweep trial of `preset`, started together; the plain loop trains on
+    until the trial ends, and its steps while the trial trained are compared with the trial's."""
+    every = max(1, steps // 8)
+    sweep = single_trial_sweep(f"bench-{preset}", preset, steps, every, "mle", device)
+    config = trial_config_of(sweep, "mle")
+    load_before = load_average()
+    plain_dir, numsweep_dir = work / f"plain-{preset}", work / f"numsweep-{preset}"
+    if device == "cuda":
+        # One GPU: shared by two runs it would time neither; one after the other instead.
+        plain_proc, plain_out = start_plain(config, plain_dir, device)
+        wait(plain_proc, f"plain loop ({preset})", plain_dir)
+        ns_proc, results = start_numsweep(sweep, numsweep_dir)
+        wait(ns_proc, f"numsweep trial ({preset})", numsweep_dir)
+    else:
+        stop = plain_dir / "stop"
+        plain_proc, plain_out = start_plain(config, plain_dir, device, until=stop)
+        try:
+            ns_proc, results = start_numsweep(sweep, numsweep_dir)
+            wait(ns_proc, f"numsweep trial ({preset})", numsweep_dir)
+        finally:
+            stop.touch()  # the plain loop ends after its current step, also if the trial failed
+        wait(plain_proc, f"plain loop ({preset})", plain_dir)
+    plain = json.loads(plain_out.read_text())
+    (trial,) = numsweep_trials(results)
+    during = [
+        t
+        for t, at in zip(plain["step_time_s"], plain["step_end_at"], strict=True)
+        if device == "cuda" or trial["trained_from"] <= at <= trial["trained_until"]
+    ]
+    if len(during) < 2 * every:
+        raise SystemExit(f"{preset}: the plain loop ran only {len(during)} steps during the trial")
+    plain_step = steady(windows(during, every))
+    numsweep_step = steady(trial["step_windows_s"])
+    return {
+        "preset": preset,
+        "steps": steps,
+        "window": every,
+        "load_before": load_before,
+        "load_after": load_average(),
+        "plain_step_s": plain_step,
+        "numsweep_step_s": numsweep_step,
+        "ratio": plain_step / numsweep_step,
+        "plain_steps_compared": len(during),
+        "plain_first_step_s": plain["startup_s"]["first_step"],
+        "plain_startup_s": plain["startup_s"],
+        "numsweep_timeline_s": trial["timeline_s"],
+        "plain_peak_mem_mb": plain["peak_mem_mb"],
+        "numsweep_peak_mem_mb": trial["peak_mem_mb"],
+    }
+
+
+def fixed_cost(n_trials: int, steps: int, work: Path) -> dict[str, Any]:
+    """The demo sweep with `n_trials` trials of `steps` steps, two at a time."""
+    every = max(1, steps // 2)
+    load_before = load_average()
+    proc, results = start_numsweep(
+        DEMO,
+        work / "fixed",
+        f"search.num_trials={n_trials}",
+        f"train.steps={steps}",
+        f"eval.every={every}",
+        "--name",
+        "bench-fixed",
+    )
+    wait(proc, "demo sweep", work / "fixed")
+    trials = numsweep_trials(results)
+    later = trials[2:] or trials
+    mean = {k: statistics.fmean(t["timeline_s"][k] for t in later) for k in trials[0]["timeline_s"]}
+    return {
+        "trials": trials,
+        "steady_mean_s": mean,
+        "load_before": load_before,
+        "load_after": load_average(),
+    }
+
+
+def loss_costs(
+    losses: list[str],
+    preset: str,
+    steps: int,
+    device: str,
+    work: Path,
+    model: dict[str, Any] | None = None,
+) -> dict:
+    """Each loss's step time (plain loop and numsweep trial) and its ratio to mle's."""
+    every = max(1, steps // 4)
+    rows = {}
+    vocab_size = None
+    for loss in dict.fromkeys(["mle", *losses]):
+        sweep = single_trial_sweep(
+            f"bench-loss-{loss}", preset, steps, every, loss, device, model=model
+        )
+        folder = work / f"loss-{loss}"
+        plain_proc, plain_out = start_plain(trial_config_of(sweep, loss), folder, device)
+        wait(plain_proc, f"plain loop ({loss})", folder)
+        ns_proc, results = start_numsweep(sweep, folder)
+        wait(ns_proc, f"numsweep trial ({loss})", folder)
+        plain = json.loads(plain_out.read_text())
+        vocab_size = plain["vocab_size"]
+        (trial,) = numsweep_trials(results)
+        rows[loss] = {
+            "plain_step_s": steady(windows(plain["step_time_s"], every)),
+            "numsweep_step_s": steady(trial["step_windows_s"]),
+        }
+    for row in rows.values():
+        row["plain_x_mle"] = row["plain_step_s"] / rows["mle"]["plain_step_s"]
+        row["numsweep_x_mle"] = row["numsweep_step_s"] / rows["mle"]["numsweep_step_s"]
+    model_name = (model or {}).get("path") or preset
+    return {
+        "model": model_name,
+        "vocab_size": vocab_size,
+        "steps": steps,
+        "device": device,
+        "losses": rows,
+    }
+
+
+def print_tables(report: dict[str, Any]) -> None:
+    m = report["machine"]
+    print(f"\nmachine: {m['cpus']} CPUs, {m.get('gpu', 'no GPU')}, torch {m['torch']}")
+    if report.get("throughput"):
+        print(
+            "\n| preset | plain step | numsweep step | ratio | plain first step | "
+            "numsweep first step | step-0 report | peak MB plain / numsweep | load |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+        for r in report["throughput"]:
+            t = r["numsweep_timeline_s"]
+            print(
+                f"| {r['preset']} | {r['plain_step_s'] * 1e3:.1f} ms | "
+                f"{r['numsweep_step_s'] * 1e3:.1f} ms | {r['ratio']:.2f} | "
+                f"{r['plain_first_step_s']:.1f} s | {t['first_step']:.1f} s | "
+                f"{t['step0_stored']:.1f} s | {r['plain_peak_mem_mb']:.0f} / "
+                f"{r['numsweep_peak_mem_mb']:.0f} | {r['load_before']} → {r['load_after']} |"
+            )
+    if report.get("fixed_cost"):
+        fixed = report["fixed_cost"]
+        phases = ["launch", *PHASES, "step0_stored"]
+        print("\nStart-up timeline, seconds from the Tune trial's start (end of each phase):\n")
+        print("| trial | loss | " + " | ".join(phases) + " |")
+        print("|---|---|" + "---:|" * len(phases))
+        for i, t in enumerate(fixed["trials"], 1):
+            cells = " | ".join(f"{t['timeline_s'][p]:.1f}" for p in phases)
+            print(f"| {i} | {t['loss']} | {cells} |")
+        cells = " | ".join(f"{fixed['steady_mean_s'][p]:.1f}" for p in phases)
+        print(f"| mean after the first pair | | {cells} |")
+        print(f"\nload average {fixed['load_before']} → {fixed['load_after']}")
+    if report.get("loss_cost"):
+        lc = report["loss_cost"]
+        print(
+            f"\nLoss cost in a training step ({lc['model']}, V={lc['vocab_size']}, "
+            f"{lc['device']}):\n"
+        )
+        print("| loss | plain step | × mle | numsweep step | × mle |")
+        print("|---|---:|---:|---:|---:|")
+        for loss, r in lc["losses"].items():
+            print(
+                f"| {loss} | {r['plain_step_s'] * 1e3:.1f} ms | {r['plain_x_mle']:.2f} | "
+                f"{r['numsweep_step_s'] * 1e3:.1f} ms | {r['numsweep_x_mle']:.2f} |"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.trial", description=__doc__)
+    parser.add_argument("--presets", nargs="+", default=["tiny", "s"])
+    parser.add_argument("--steps", type=int, default=200, help="steps of each throughput run")
+    parser.add_argument("--fixed-cost-trials", type=int, default=4)
+    parser.add_argument("--fixed-cost-steps", type=int, default=50)
+    parser.add_argument("--losses", nargs="*", default=[], help="loss-cost mode: these vs mle")
+    parser.add_argument("--loss-preset", default="tiny")
+    parser.add_argument("--loss-steps", type=int, default=100)
+    parser.add_argument(
+        "--vocab-size", type=int, help="loss mode: the digit tokenizer's size (model.vocab_size)"
+    )
+    parser.add_argument(
+        "--model-path", help="loss mode: a pretrained model instead of the preset (e.g. smollm2)"
+    )
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["throughput", "fixed"])
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    parser.add_argument("--work", type=Path, help="keep runs here (default: a temporary folder)")
+    args = parser.parse_args(argv)
+
+    report: dict[str, Any] = {"machine": machine(), "started": time.time()}
+    with tempfile.TemporaryDirectory(prefix="bench-trial-") as scratch:
+        work = args.work or Path(scratch)
+        if "throughput" not in args.skip:
+            report["throughput"] = [
+                throughput(preset, args.steps, args.device, work) for preset in args.presets
+            ]
+        if "fixed" not in args.skip:
+            report["fixed_cost"] = fixed_cost(args.fixed_cost_trials, args.fixed_cost_steps, work)
+        if args.losses:
+            model: dict[str, Any] = {}
+            if args.vocab_size:
+                model["vocab_size"] = args.vocab_size
+            if args.model_path:
+                model.update(preset=None, path=args.model_path)
+            report["loss_cost"] = loss_costs(
+                args.losses, args.loss_preset, args.loss_steps, args.device, work, model
+            )
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=1))
+    print_tables(report)
+    print(f"\nall numbers: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
