@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     by_help = "configuration column(s) that define the rows (repeatable; default: loss)"
+    pool_help = (
+        "configuration column(s) that may differ within a row (repeatable), e.g. experiment "
+        "for one study run as several experiments"
+    )
     p = add("ablation", "per-loss tables of held-out metrics: mean ± CI over seeds, paired tests")
     add_metrics(p, "the headline metrics of every split")
     p.add_argument(
@@ -94,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="which value of a trial counts: final, best, step:N (repeatable; default: final)",
     )
     p.add_argument("--by", action="append", help=by_help)
+    p.add_argument("--pool", action="append", help=pool_help)
     p.add_argument(
         "--baseline",
         default="mle",
@@ -104,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("entropy", "digit entropy and digit accuracy over training per loss")
     p.add_argument("--by", action="append", help=by_help)
+    p.add_argument("--pool", action="append", help=pool_help)
     p.add_argument("--baseline", default="mle", help="loss the final values are compared with")
     p.add_argument("--split", action="append", help="evaluation split(s) (default: all)")
     add_correction(p)
@@ -179,6 +185,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     store = open_store(args.results, _split_list(args.experiment) or None)
     statuses = {"statuses": _split_list(args.status)} if args.status else {}
     by = _split_list(getattr(args, "by", None)) or ["loss"]
+    pool = _split_list(getattr(args, "pool", None))
     if args.command == "ablation":
         from analysis.ablation import ablation
 
@@ -190,6 +197,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             all_metrics=args.all,
             values=_parse_or_exit(parse_values, args.value or ["final"]),
             by=by,
+            pool=pool,
             baseline=args.baseline,
             level=level,
             correction=args.correction,
@@ -202,6 +210,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
         result = entropy(
             store,
             by=by,
+            pool=pool,
             baseline=args.baseline,
             split_names=_split_list(args.split) or None,
             level=level,

@@ -137,6 +137,7 @@ def ablation(
     all_metrics: bool = False,
     values: Sequence[ValueSpec] = (FINAL,),
     by: Sequence[str] = ("loss",),
+    pool: Sequence[str] = (),
     baseline: str = "mle",
     statuses: Sequence[str] = DEFAULT_STATUSES,
     level: float = 0.95,
@@ -184,7 +185,7 @@ def ablation(
             "(pick others with --metrics)"
         )
         return result
-    arms = assign_arms(trials, by, baseline=baseline)
+    arms = assign_arms(trials, by, pool=pool, baseline=baseline)
     result.notes += arms.notes
     known = load_trials(store).select("experiment", "trial_id")
     latest, counts = read_latest(store, chosen)

@@ -55,6 +55,7 @@ def assign_arms(
     trials: pl.DataFrame,
     by: Sequence[str] = ("loss",),
     *,
+    pool: Sequence[str] = (),
     baseline_column: str = "loss",
     baseline: str | None = "mle",
 ) -> Arms:
@@ -69,7 +70,17 @@ def assign_arms(
         )
     if "seed" in by:
         raise ResultsError("--by seed: seeds are what an arm averages over, not an arm key")
-    others = [c for c in configs if c not in by and c != "seed"]
+    unknown_pool = [c for c in pool if c not in configs]
+    if unknown_pool:
+        raise ResultsError(
+            f"unknown column {', '.join(map(repr, unknown_pool))} for --pool; "
+            f"available: {', '.join(c for c in configs if c != 'seed')}"
+        )
+    clash = [c for c in pool if c in by or c == "seed"]
+    if clash:
+        raise ResultsError(f"--pool {', '.join(clash)}: a row key or the seed cannot be pooled")
+    # Pooled columns may vary inside an arm (one study run as several experiments).
+    others = [c for c in configs if c not in by and c != "seed" and c not in pool]
     keys = list(by)
     if others and trials.height:
         spread = trials.group_by(list(by)).agg(pl.col(c).n_unique() for c in others)
@@ -82,6 +93,12 @@ def assign_arms(
         else pl.lit("trial:") + pl.col("trial_id")
     )
     notes = []
+    if pool:
+        them = "it" if len(pool) == 1 else "them"
+        notes.append(
+            f"pooled over {', '.join(pool)}: trials that differ in {them} (and the seed) share "
+            "an arm"
+        )
     if "seed" not in trials.columns:
         notes.append("the trials table has no seed column: every trial counts as its own seed")
     # `experiment` may itself be a key (several experiments, the same losses): select it once.
@@ -111,6 +128,14 @@ def assign_arms(
         schema={**{k: members.schema[k] for k in keys}, "arm": pl.String()},
     )
     members = members.join(label_frame, on=keys, how="left", nulls_equal=True)
+    repeated = members.group_by("arm", "seed_key").len().filter(pl.col("len") > 1)
+    if repeated.height:
+        arm, seed = repeated.sort("arm", "seed_key").row(0)[:2]
+        raise ResultsError(
+            f"arm {arm!r} holds several trials of seed {seed} (pooled over "
+            f"{', '.join(pool) or 'nothing'}): an arm averages over seeds, each once; pool fewer "
+            "columns or select the experiments"
+        )
     split = [k for k in keys if k not in by]
     if split:
         verb = "it varies" if len(split) == 1 else "they vary"

@@ -34,6 +34,7 @@ def entropy(
     store: Store,
     *,
     by: Sequence[str] = ("loss",),
+    pool: Sequence[str] = (),
     baseline: str = "mle",
     split_names: Sequence[str] | None = None,
     statuses: Sequence[str] | None = None,
@@ -71,7 +72,7 @@ def entropy(
         )
         return result
     chosen = [f"eval/{s}/{leaf}" for s in found for leaf in LEAVES if f"eval/{s}/{leaf}" in have]
-    arms = assign_arms(trials, by, baseline=baseline)
+    arms = assign_arms(trials, by, pool=pool, baseline=baseline)
     result.notes += arms.notes
     latest, counts = read_latest(store, chosen)
     if counts.note():
@@ -144,6 +145,7 @@ def entropy(
         metrics=chosen,
         values=[FINAL],
         by=by,
+        pool=pool,
         baseline=baseline,
         statuses=statuses or DEFAULT_STATUSES,
         level=level,

@@ -561,3 +561,46 @@ def test_baseline_may_be_one_arm_of_a_loss(tmp_path: Path) -> None:
     # del+distance − del per seed: −0.04, −0.03, −0.02; mean −0.03
     by_arm = {r[0]: r[2] for r in paired.rows}
     assert "Δ=-0.03" in by_arm["del (distance=True)"]
+
+
+def test_pool_joins_experiments_of_one_study(tmp_path: Path) -> None:
+    # A study run as two experiments: the ablation (mle, del at the default) and a confirmation
+    # run of del at a tuned alpha on the same seeds. Pooling over `experiment` pairs the tuned
+    # arm with the ablation's mle; a pooled arm that would hold one seed twice is an error.
+    values = {
+        ("ablation", "mle", None): [0.50, 0.52, 0.49],
+        ("ablation", "del", 0.01): [0.55, 0.56, 0.52],
+        ("confirm", "del", 0.1): [0.58, 0.57, 0.55],
+    }
+    for (experiment, loss, alpha), per_seed in values.items():
+        rows, states = [], []
+        for seed, value in enumerate(per_seed):
+            trial = f"{loss}_{alpha}_s{seed}"
+            rows.append((trial, 0, 100, "eval/test/digit_acc", value, at(seed)))
+            params = None if alpha is None else {"alpha": alpha}
+            config = trial_config(loss=loss, params=params, seed=seed)
+            states.append(trial_row(trial, "TERMINATED", config, ts=at(seed)))
+        write_metric_rows(tmp_path, experiment, rows)
+        write_trial_states(tmp_path, experiment, states)
+    split = ablation(open_store(tmp_path), metrics=["eval/test/digit_acc"], values=[FINAL])
+    # without pooling the confirmation arm has no mle of its own experiment to pair with
+    assert "del (experiment=confirm, alpha=0.1)" in [r[0] for r in split.tables[0].rows]
+    pooled = ablation(
+        open_store(tmp_path), metrics=["eval/test/digit_acc"], values=[FINAL], pool=["experiment"]
+    )
+    assert [r[0] for r in pooled.tables[0].rows] == ["mle", "del (alpha=0.01)", "del (alpha=0.1)"]
+    paired = {r[0]: (r[1], r[2]) for r in pooled.tables[1].rows}
+    assert paired["del (alpha=0.1)"][0] == "mle"
+    assert "Δ=+0.06333" in paired["del (alpha=0.1)"][1]  # (0.08 + 0.05 + 0.06) / 3
+    assert any(n.startswith("pooled over experiment") for n in pooled.notes)
+    # the same config in both experiments would put each seed twice into one arm
+    write_metric_rows(tmp_path, "confirm", [("dup_s0", 0, 100, "eval/test/digit_acc", 0.6, at(9))])
+    write_trial_states(
+        tmp_path,
+        "confirm",
+        [trial_row("dup_s0", "TERMINATED", trial_config(loss="mle", seed=0), ts=at(9))],
+    )
+    with pytest.raises(ResultsError, match="arm 'mle' holds several trials of seed 0"):
+        ablation(open_store(tmp_path), metrics=["eval/test/digit_acc"], pool=["experiment"])
+    with pytest.raises(ResultsError, match="unknown column 'experimentt' for --pool"):
+        ablation(open_store(tmp_path), pool=["experimentt"])
