@@ -32,11 +32,25 @@ MAX_PLACE = 8
 """Digit places with a metric of their own (`digit_acc_int_{place}`, `place_acc_dec_{place}`):
 the default of `trainables.metrics` DigitMetrics and PlaceAccuracy."""
 
+STARTUP_PHASES: tuple[str, ...] = (
+    "worker_process",
+    "imports",
+    "model",
+    "data",
+    "deepspeed",
+    "step0_report",
+    "first_step",
+)
+"""The worker's start-up phases, in order (`perf/startup/<phase>_s`): its process created, its
+imports done, model and loss built, data built, DeepSpeed engine ready, step 0 reported, first
+training step done."""
+
 _PLACEHOLDER = {
     "split": r"[a-z][a-z0-9_]*",
     "benchmark": r"[a-z][a-z0-9_]*",
     "place": r"[0-9]+",
     "part": r"[a-z][a-z0-9_]*",
+    "phase": "|".join(STARTUP_PHASES),
 }
 
 
@@ -107,6 +121,15 @@ FAMILIES: tuple[MetricFamily, ...] = (
     MetricFamily("perf/tokens_per_s", None, "target tokens per second of training"),
     MetricFamily("perf/step_time_s", None, "seconds per optimizer step"),
     MetricFamily("perf/peak_mem_mb", None, "peak accelerator memory (CPU: peak RSS), MiB"),
+    MetricFamily(
+        "perf/startup/launched_at", None, "Unix time the trial's Tune driver launched its Train run"
+    ),
+    MetricFamily(
+        "perf/startup/{phase}_s",
+        None,
+        "seconds from the Train run's launch to the end of start-up phase {phase} "
+        "(see STARTUP_PHASES)",
+    ),
     MetricFamily("model/params_total", None, "parameters of the model (step 0)"),
     MetricFamily("model/params_non_embedding", None, "non-embedding parameters (step 0)"),
 )
@@ -120,6 +143,7 @@ TRAIN_RESERVED: frozenset[str] = frozenset(
 MACC = "gen/macc"
 TRAIN_LOSS, TRAIN_LR, TRAIN_GRAD_NORM = "train/loss", "train/lr", "train/grad_norm"
 TOKENS_SEEN = "train/tokens_seen"
+
 TOKENS_PER_S, STEP_TIME_S, PEAK_MEM_MB = "perf/tokens_per_s", "perf/step_time_s", "perf/peak_mem_mb"
 PARAMS_TOTAL, PARAMS_NON_EMBEDDING = "model/params_total", "model/params_non_embedding"
 
@@ -174,7 +198,12 @@ def expand(
     """Every concrete name a trial reports whose evaluation has these `splits` and generation
     `benchmarks` and whose loss returns these `parts` (`digits`: its tokenizer has digit tokens,
     so the digit metrics exist), in registry order. Places run over 0 .. MAX_PLACE."""
-    values = {"split": list(splits), "benchmark": list(benchmarks), "part": list(parts)}
+    values = {
+        "split": list(splits),
+        "benchmark": list(benchmarks),
+        "part": list(parts),
+        "phase": list(STARTUP_PHASES),
+    }
     names: list[str] = []
     for fam in FAMILIES:
         leaf = fam.pattern.rsplit("/", 1)[-1]

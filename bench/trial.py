@@ -49,19 +49,13 @@ from typing import Any
 import polars as pl
 import yaml
 
+from analysis.metric_registry import STARTUP_PHASES
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "orchestrator" / "configs" / "demo.yaml"
 DEFAULT_JSON = ROOT / "bench" / "out" / "trial.json"
 # Start-up phases the worker reports (`perf/startup/<phase>_s`), in order.
-PHASES = (
-    "worker_process",
-    "imports",
-    "model",
-    "data",
-    "deepspeed",
-    "step0_report",
-    "first_step",
-)
+PHASES = STARTUP_PHASES
 
 
 def demo_sweep() -> dict[str, Any]:
