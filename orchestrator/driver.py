@@ -266,15 +266,11 @@ def _tuner(
             scheduler=_scheduler(sweep),
             num_samples=run.num_trials,
             max_concurrent_trials=max_concurrent,
-            reuse_actors=True,
         )
         param_space: dict[str, Any] = {}
     else:
         tune_config = tune.TuneConfig(
-            num_samples=1,
-            max_concurrent_trials=max_concurrent,
-            scheduler=_scheduler(sweep),
-            reuse_actors=True,
+            num_samples=1, max_concurrent_trials=max_concurrent, scheduler=_scheduler(sweep)
         )
         param_space = {"arm": tune.grid_search(grid_arms(sweep))}
     tuner = tune.Tuner(

@@ -23,6 +23,8 @@ from typing import Any
 import polars as pl
 import yaml
 
+from trainables.entry import REPLAYED_KEY
+
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "cluster"
 LOCAL = CLUSTER / "local.py"
@@ -283,15 +285,16 @@ def stored_steps(results: Path, experiment: str) -> dict[str, int]:
     return dict(table.group_by("trial_id").agg(pl.col("step").max()).iter_rows())
 
 
-def reported_steps(results: Path, experiment: str, trial_id: str) -> list[int]:
-    """Every step a trial reported to Ray Tune, in order, repeats included (Tune's own log)."""
+def reported_steps(results: Path, experiment: str, trial_id: str) -> list[tuple[int, bool]]:
+    """Every step a trial reported to Ray Tune, in order, repeats included (Tune's own log), and
+    whether it was a report a resumed trial sent again for a step it had trained before."""
     logs = list((results / "experiments" / experiment / "ray" / experiment).glob("*/result.json"))
     steps = []
     for log in logs:
         for line in log.read_text().splitlines():
             result = json.loads(line)
             if result.get("trial_id") == trial_id and "step" in result:
-                steps.append(int(result["step"]))
+                steps.append((int(result["step"]), bool(result.get(REPLAYED_KEY))))
     return steps
 
 

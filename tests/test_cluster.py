@@ -70,15 +70,17 @@ def runtime_env(work) -> Path:
     return runtime_env_without_pip(work)
 
 
-def assert_resumed(steps: list[int], stored_at_failure: int, config: dict) -> None:
-    """A trial's reports (in order) after a failure once step `stored_at_failure` was stored:
-    it resumed from a checkpoint at or past that step, not from scratch. Step 0 was reported
-    once, and only steps from that checkpoint on were reported twice (a restarted worker
-    re-reports its checkpoint's step; the sink keeps one copy)."""
-    assert steps.count(0) == 1, steps
-    assert sorted(set(steps)) == expected_steps(config), steps
-    repeated = {s for s in steps if steps.count(s) > 1}
-    assert all(s >= stored_at_failure for s in repeated), (stored_at_failure, steps)
+def assert_resumed(reports: list[tuple[int, bool]], stored_at_failure: int, config: dict) -> None:
+    """A trial's reports (step, replayed) in order, after a failure once step
+    `stored_at_failure` was stored: it resumed from a checkpoint at or past that step, not from
+    scratch. Every step was reported; step 0 was trained once, and only steps from that
+    checkpoint on were trained twice (a restarted worker first sends its checkpoint's latest
+    reports again, marked replayed; the sink keeps one copy of each step)."""
+    assert sorted({step for step, _ in reports}) == expected_steps(config), reports
+    trained = [step for step, replayed in reports if not replayed]
+    assert trained.count(0) == 1, reports
+    repeated = {s for s in trained if trained.count(s) > 1}
+    assert all(s >= stored_at_failure for s in repeated), (stored_at_failure, reports)
 
 
 def _first_new_row(results: Path, experiment: str, trial_id: str, after_step: int) -> float:

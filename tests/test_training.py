@@ -21,6 +21,12 @@ BASE = {
 
 
 @pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> str:
+    """One tokenizer and data cache for the module's runs (each would otherwise build its own)."""
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="module")
 def ray_local():
     import ray
 
@@ -31,7 +37,9 @@ def ray_local():
     ray.shutdown()
 
 
-def run(tmp_path, name: str, workers: int, config: dict | None = None, **train) -> list[dict]:
+def run(
+    tmp_path, cache_dir: str, name: str, workers: int, config: dict | None = None, **train
+) -> list[dict]:
     """Every report (rank 0's metrics) of one Ray Train run of the worker loop; its checkpoints
     are under tmp_path / "ray" / name."""
     import ray.train
@@ -51,7 +59,7 @@ def run(tmp_path, name: str, workers: int, config: dict | None = None, **train) 
                 fh.write(json.dumps(metrics[0]) + "\n")
 
     config = config or BASE
-    config = {**config, "train": {**config["train"], **train}, "cache_dir": str(tmp_path / "c")}
+    config = {**config, "train": {**config["train"], **train}, "cache_dir": cache_dir}
     trainer = TorchTrainer(
         train_loop_per_worker,
         train_loop_config=TrialConfig.model_validate(config).model_dump(mode="json"),
@@ -67,11 +75,11 @@ def run(tmp_path, name: str, workers: int, config: dict | None = None, **train) 
 
 
 @pytest.mark.slow
-def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, ray_local):
+def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, cache_dir, ray_local):
     # Same global batch of 16 sequences per step, split three ways.
-    accumulated = run(tmp_path, "accum", workers=1, grad_accum=2, zero_stage=2)[-1]
-    parallel = run(tmp_path, "dp", workers=2, grad_accum=1, zero_stage=2)[-1]
-    zero3 = run(tmp_path, "zero3", workers=2, grad_accum=1, zero_stage=3)[-1]
+    accumulated = run(tmp_path, cache_dir, "accum", workers=1, grad_accum=2, zero_stage=2)[-1]
+    parallel = run(tmp_path, cache_dir, "dp", workers=2, grad_accum=1, zero_stage=2)[-1]
+    zero3 = run(tmp_path, cache_dir, "zero3", workers=2, grad_accum=1, zero_stage=3)[-1]
     assert accumulated["step"] == parallel["step"] == zero3["step"] == 6
     for key in (
         "train/loss",
@@ -112,7 +120,7 @@ def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, ray_loca
 
 
 @pytest.mark.slow
-def test_a_numsweep_step_is_the_plain_pytorch_step(tmp_path, ray_local):
+def test_a_numsweep_step_is_the_plain_pytorch_step(tmp_path, cache_dir, ray_local):
     """One Ray Train worker with a DeepSpeed engine (ZeRO-2, as in the demo) and the plain
     single-process loop of `bench.plain_loop` (torch AdamW, clip_grad_norm_) take the same steps:
     the same loss at every step, the same gradient norm, the same weights at the end."""
@@ -124,9 +132,9 @@ def test_a_numsweep_step_is_the_plain_pytorch_step(tmp_path, ray_local):
         **BASE,
         "train": {**BASE["train"], "steps": 5, "zero_stage": 2, "grad_accum": 2},
         "eval": {"every": 1, "batch_size": 12, "generate_examples": 0},
-        "cache_dir": str(tmp_path / "c"),
+        "cache_dir": cache_dir,
     }
-    reports = run(tmp_path, "same-steps", workers=1, config=config)
+    reports = run(tmp_path, cache_dir, "same-steps", workers=1, config=config)
     plain = plain_loop.train(config)
     assert [r["step"] for r in reports] == [0, 1, 2, 3, 4, 5]
     trained = reports[1:]  # eval.every=1: each report holds one step's loss and norm
@@ -148,7 +156,7 @@ def test_a_numsweep_step_is_the_plain_pytorch_step(tmp_path, ray_local):
 
 
 @pytest.mark.slow
-def test_tiny_fine_tune_improves_held_out_digit_accuracy(tmp_path, ray_local):
+def test_tiny_fine_tune_improves_held_out_digit_accuracy(tmp_path, cache_dir, ray_local):
     config = {
         "model": {"preset": "tiny"},
         "data": {
@@ -161,7 +169,7 @@ def test_tiny_fine_tune_improves_held_out_digit_accuracy(tmp_path, ray_local):
         "eval": {"every": 200, "generate_examples": 0},
         "loss": {"name": "mle"},
     }
-    reports = run(tmp_path, "fine-tune", workers=1, config=config)
+    reports = run(tmp_path, cache_dir, "fine-tune", workers=1, config=config)
     assert [r["step"] for r in reports] == [0, 200, 400]
     start, end = reports[0], reports[-1]
     # Seen here: 0.19 -> 0.26 over 128 held-out problems (~770 digit positions); chance is 0.1.

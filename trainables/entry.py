@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# Set (True) in a report the worker sends again after a resume (`trainables.worker`): its step
+# was trained before. The Parquet sink stores each step once anyway; Tune's scheduler and
+# searcher skip these (`orchestrator.partial_reports`).
+REPLAYED_KEY = "replayed"
+
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     """Run `trainables.worker.train_loop_per_worker` (see there) with the trial's config."""

@@ -37,6 +37,7 @@ from trainables.data.batching import collate
 from trainables.data_order import micro_batch_indices
 from trainables.deepspeed_config import deepspeed_config
 from trainables.deepspeed_ops import announce_jit_builds, trial_ops
+from trainables.entry import REPLAYED_KEY
 from trainables.evaluation import generate_answers, score_generation, teacher_forced
 from trainables.losses import LOSSES, build_loss, target_counts
 from trainables.models.presets import count_parameters
@@ -52,6 +53,12 @@ from trainables.trial_inputs import (
 IMPORTED_AT = time.time()
 
 CHECKPOINT_TAG = "numsweep"
+# A checkpoint carries the metrics of this many latest reports, all reported again on resume.
+# Between the worker and the sweep driver's Parquet sink a report passes a chain of one-slot
+# queues (the worker's, the Tune session's, the Tune driver's pending result), so a few reports
+# whose checkpoints Ray Train has committed can still be on their way when the driver dies;
+# this is well above that depth. The sink drops the steps it already has.
+REPLAYED_REPORTS = 8
 STOPPED_FILE = "numsweep-stopped.json"  # a checkpoint holding only this: the trial stopped
 
 
@@ -147,7 +154,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
 
     start_step = 0
     tokens_seen = 0.0  # non-padding input tokens trained on, all micro-batches and ranks
-    resumed_metrics: dict[str, Any] | None = None
+    reports: list[dict[str, Any]] = []  # the latest REPLAYED_REPORTS reports, oldest first
     checkpoint = ray.train.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as directory:
@@ -156,7 +163,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             _, client_state = engine.load_checkpoint(directory, tag=CHECKPOINT_TAG)
         start_step = int(client_state["step"])
         tokens_seen = float(client_state["tokens_seen"])
-        resumed_metrics = client_state["metrics"]
+        reports = client_state["reports"]
 
     def evaluate(step: int, final: bool) -> dict[str, float]:
         metrics: dict[str, float] = {}
@@ -199,21 +206,23 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         # NaN marks a metric with nothing to measure (e.g. decimal-place accuracy on integers):
         # leave it out rather than store a number nobody computed.
         metrics = {"step": step, **{k: v for k, v in metrics.items() if not math.isnan(v)}}
+        reports.append(metrics)
+        del reports[:-REPLAYED_REPORTS]
         if not save:
             ray.train.report(metrics)
             return
         with tempfile.TemporaryDirectory() as directory:
             # Every rank writes its own ZeRO shard; Ray Train merges them into one checkpoint.
-            # The metrics travel with the checkpoint: see the resume below.
-            state = {"step": step, "metrics": metrics, "tokens_seen": tokens_seen}
+            # The latest reports travel with the checkpoint: see the resume below.
+            state = {"step": step, "reports": reports, "tokens_seen": tokens_seen}
             engine.save_checkpoint(directory, tag=CHECKPOINT_TAG, client_state=state)
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
 
-    if resumed_metrics is not None:
-        # Ray Train commits a checkpoint before its report reaches the sweep driver, so a crash
-        # in between would lose that step's metrics for good: report them again (the Parquet
-        # sink drops a step it already has).
-        ray.train.report(resumed_metrics)
+    # Ray Train commits a checkpoint before its report reaches the sweep driver, so a crash in
+    # between would lose the metrics of that step (and of the reports still queued before it)
+    # for good: report the latest ones again (the Parquet sink drops steps it already has).
+    for metrics in reports:
+        ray.train.report({**metrics, REPLAYED_KEY: True})
     if start_step == 0:
         first = {
             names.PARAMS_TOTAL: sizes["total"],
