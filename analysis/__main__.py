@@ -100,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--by", action="append", help=by_help)
     p.add_argument("--pool", action="append", help=pool_help)
     p.add_argument(
+        "--arms",
+        action="append",
+        metavar="LABEL",
+        help="only these arms (by label, repeatable) and their baseline: a family of paired "
+        "tests of its own",
+    )
+    p.add_argument(
         "--baseline",
         default="mle",
         help="loss the paired tests compare against, or one arm's label, e.g. "
@@ -198,6 +205,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             values=_parse_or_exit(parse_values, args.value or ["final"]),
             by=by,
             pool=pool,
+            only=list(args.arms or []),
             baseline=args.baseline,
             level=level,
             correction=args.correction,

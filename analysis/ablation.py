@@ -138,6 +138,7 @@ def ablation(
     values: Sequence[ValueSpec] = (FINAL,),
     by: Sequence[str] = ("loss",),
     pool: Sequence[str] = (),
+    only: Sequence[str] = (),
     baseline: str = "mle",
     statuses: Sequence[str] = DEFAULT_STATUSES,
     level: float = 0.95,
@@ -227,6 +228,18 @@ def ablation(
 
     arm_seeds = dict(arms.members.group_by("arm").agg(pl.col("seed_key").n_unique()).iter_rows())
     rows_in_use = [a for a in arms.order if any((a, m, s) in per for m, s in columns)]
+    if only:
+        # These arms and their baselines: a family of tests chosen in advance (a study's
+        # hypothesis), corrected on its own.
+        unknown = [a for a in only if a not in arms.key_values]
+        if unknown:
+            raise ResultsError(
+                f"unknown arm {', '.join(map(repr, unknown))} for --arms; arms: "
+                f"{', '.join(arms.order)}"
+            )
+        bases = {baseline_arm(arms, a, value=baseline)[0] for a in only}
+        rows_in_use = [a for a in rows_in_use if a in only or a in bases]
+        result.notes.append(f"rows: {', '.join(only)} and their baseline (--arms)")
     if not rows_in_use:
         result.notes.append("the analysed trials have no values for these metrics yet: no table")
         return result

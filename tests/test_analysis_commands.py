@@ -561,6 +561,20 @@ def test_baseline_may_be_one_arm_of_a_loss(tmp_path: Path) -> None:
     # del+distance − del per seed: −0.04, −0.03, −0.02; mean −0.03
     by_arm = {r[0]: r[2] for r in paired.rows}
     assert "Δ=-0.03" in by_arm["del (distance=True)"]
+    # One pre-chosen comparison as a family of its own: only that arm and its baseline.
+    alone = ablation(
+        open_store(tmp_path),
+        metrics=["eval/test/digit_acc"],
+        values=[FINAL],
+        baseline="del (distance=False)",
+        only=["del (distance=True)"],
+        family="all",
+    )
+    assert [r[0] for r in alone.tables[0].rows] == ["del (distance=False)", "del (distance=True)"]
+    assert [r[0] for r in alone.tables[1].rows] == ["del (distance=True)"]
+    assert any("(1 tests per family" in n for n in alone.notes)
+    with pytest.raises(ResultsError, match="unknown arm 'del' for --arms"):
+        ablation(open_store(tmp_path), only=["del"])
 
 
 def test_pool_joins_experiments_of_one_study(tmp_path: Path) -> None:
