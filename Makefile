@@ -9,7 +9,8 @@ TORCH_INDEX ?=
 CONFIG     ?= orchestrator/configs/demo.yaml
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint format bench docs clean smollm smollm-demo
+.PHONY: venv demo test lint format bench docs clean smollm smollm-demo \
+	study-del study-del-report study-scaling study-scaling-report
 
 venv: $(VENV)/.installed
 
@@ -60,3 +61,26 @@ smollm-demo: smollm
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+# ---- studies (run by hand, results committed; see studies/*/README.md) -----------------------
+RUN := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY)
+# `numsweep sweep` exits 1 when a trial failed: a failed trial is a result (its error is in the
+# trials table), not a reason to stop the study; 2 (bad input) and worse stop it.
+SWEPT = s=$$?; [ $$s -le 1 ] || exit $$s
+DEL_STUDY := studies/del_cpu
+DEL_RESULTS := $(DEL_STUDY)/results
+
+# Study 1: the ablation, DEL's search, then the search's best (alpha, beta) on the ablation's
+# seeds; then compaction and the report. Run again after an interruption: every sweep resumes.
+study-del: venv
+	$(RUN) -m orchestrator sweep $(DEL_STUDY)/ablation.yaml --results $(DEL_RESULTS); $(SWEPT)
+	$(RUN) -m orchestrator sweep $(DEL_STUDY)/search.yaml --results $(DEL_RESULTS); $(SWEPT)
+	$(RUN) -m orchestrator sweep $(DEL_STUDY)/confirm.yaml \
+	    $$($(RUN) $(DEL_STUDY)/best_setting.py $(DEL_RESULTS)) --results $(DEL_RESULTS); $(SWEPT)
+	for e in del-cpu-ablation del-cpu-search del-cpu-confirm; do \
+	    $(RUN) -m orchestrator compact $$e --results $(DEL_RESULTS) || exit $$?; done
+	$(MAKE) study-del-report
+
+# The tables and figures the study's README quotes, from the committed results alone.
+study-del-report: venv
+	$(RUN) $(DEL_STUDY)/tables.py $(DEL_RESULTS) $(DEL_STUDY)/report

@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     by_help = "configuration column(s) that define the rows (repeatable; default: loss)"
+    block_help = (
+        "configuration column(s) whose values are blocks (repeatable), e.g. model: an arm pools "
+        "them, a unit is a block value and a seed, paired tests match units"
+    )
     pool_help = (
         "configuration column(s) that may differ within a row (repeatable), e.g. experiment "
         "for one study run as several experiments"
@@ -99,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--by", action="append", help=by_help)
     p.add_argument("--pool", action="append", help=pool_help)
+    p.add_argument("--block", action="append", help=block_help)
     p.add_argument(
         "--arms",
         action="append",
@@ -117,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("entropy", "digit entropy and digit accuracy over training per loss")
     p.add_argument("--by", action="append", help=by_help)
     p.add_argument("--pool", action="append", help=pool_help)
+    p.add_argument("--block", action="append", help=block_help)
     p.add_argument("--baseline", default="mle", help="loss the final values are compared with")
     p.add_argument("--split", action="append", help="evaluation split(s) (default: all)")
     add_correction(p)
@@ -193,6 +199,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     statuses = {"statuses": _split_list(args.status)} if args.status else {}
     by = _split_list(getattr(args, "by", None)) or ["loss"]
     pool = _split_list(getattr(args, "pool", None))
+    block = _split_list(getattr(args, "block", None))
     if args.command == "ablation":
         from analysis.ablation import ablation
 
@@ -205,6 +212,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             values=_parse_or_exit(parse_values, args.value or ["final"]),
             by=by,
             pool=pool,
+            block=block,
             only=list(args.arms or []),
             baseline=args.baseline,
             level=level,
@@ -219,6 +227,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             store,
             by=by,
             pool=pool,
+            block=block,
             baseline=args.baseline,
             split_names=_split_list(args.split) or None,
             level=level,

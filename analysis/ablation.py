@@ -138,6 +138,7 @@ def ablation(
     values: Sequence[ValueSpec] = (FINAL,),
     by: Sequence[str] = ("loss",),
     pool: Sequence[str] = (),
+    block: Sequence[str] = (),
     only: Sequence[str] = (),
     baseline: str = "mle",
     statuses: Sequence[str] = DEFAULT_STATUSES,
@@ -186,7 +187,7 @@ def ablation(
             "(pick others with --metrics)"
         )
         return result
-    arms = assign_arms(trials, by, pool=pool, baseline=baseline)
+    arms = assign_arms(trials, by, pool=pool, block=block, baseline=baseline)
     result.notes += arms.notes
     known = load_trials(store).select("experiment", "trial_id")
     latest, counts = read_latest(store, chosen)

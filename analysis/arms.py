@@ -56,6 +56,7 @@ def assign_arms(
     by: Sequence[str] = ("loss",),
     *,
     pool: Sequence[str] = (),
+    block: Sequence[str] = (),
     baseline_column: str = "loss",
     baseline: str | None = "mle",
 ) -> Arms:
@@ -79,8 +80,21 @@ def assign_arms(
     clash = [c for c in pool if c in by or c == "seed"]
     if clash:
         raise ResultsError(f"--pool {', '.join(clash)}: a row key or the seed cannot be pooled")
-    # Pooled columns may vary inside an arm (one study run as several experiments).
+    unknown_block = [c for c in block if c not in configs]
+    if unknown_block:
+        raise ResultsError(
+            f"unknown column {', '.join(map(repr, unknown_block))} for --block; "
+            f"available: {', '.join(c for c in configs if c != 'seed')}"
+        )
+    clash = [c for c in block if c in by or c in pool or c == "seed"]
+    if clash:
+        raise ResultsError(
+            f"--block {', '.join(clash)}: a row key, a pooled column or the seed cannot be a block"
+        )
+    # Pooled columns may vary inside an arm (one study run as several experiments); so may block
+    # columns, whose values then tell an arm's units apart (a unit is a block and a seed).
     others = [c for c in configs if c not in by and c != "seed" and c not in pool]
+    others = [c for c in others if c not in block]
     keys = list(by)
     if others and trials.height:
         spread = trials.group_by(list(by)).agg(pl.col(c).n_unique() for c in others)
@@ -92,7 +106,16 @@ def assign_arms(
         if "seed" in trials.columns
         else pl.lit("trial:") + pl.col("trial_id")
     )
+    if block:
+        # Units are (block, seed): paired tests match a block's seed with the same block's seed.
+        parts = [pl.col(c).cast(pl.String()).fill_null("null") for c in block]
+        seed_key = pl.concat_str([*parts, seed_key], separator="/")
     notes = []
+    if block:
+        notes.append(
+            f"blocks of {', '.join(block)}: an arm pools them; a unit is one "
+            f"{'/'.join(block)} value and one seed, paired tests match units"
+        )
     if pool:
         them = "it" if len(pool) == 1 else "them"
         notes.append(

@@ -35,6 +35,7 @@ def entropy(
     *,
     by: Sequence[str] = ("loss",),
     pool: Sequence[str] = (),
+    block: Sequence[str] = (),
     baseline: str = "mle",
     split_names: Sequence[str] | None = None,
     statuses: Sequence[str] | None = None,
@@ -72,7 +73,7 @@ def entropy(
         )
         return result
     chosen = [f"eval/{s}/{leaf}" for s in found for leaf in LEAVES if f"eval/{s}/{leaf}" in have]
-    arms = assign_arms(trials, by, pool=pool, baseline=baseline)
+    arms = assign_arms(trials, by, pool=pool, block=block, baseline=baseline)
     result.notes += arms.notes
     latest, counts = read_latest(store, chosen)
     if counts.note():
@@ -146,6 +147,7 @@ def entropy(
         values=[FINAL],
         by=by,
         pool=pool,
+        block=block,
         baseline=baseline,
         statuses=statuses or DEFAULT_STATUSES,
         level=level,

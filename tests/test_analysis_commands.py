@@ -28,7 +28,7 @@ from analysis.results import trial_row
 from analysis.scaling import scaling
 from analysis.search import search
 from analysis.selection import BEST, FINAL, ValueSpec
-from analysis.store import ResultsError, open_store
+from analysis.store import ResultsError, load_trials, open_store
 from analysis.table import render, table_markdown
 from tests.analysis_fixtures import at, holm_by_definition, write_golden_store
 from tests.synthetic_sweep import (
@@ -618,3 +618,33 @@ def test_pool_joins_experiments_of_one_study(tmp_path: Path) -> None:
         ablation(open_store(tmp_path), metrics=["eval/test/digit_acc"], pool=["experiment"])
     with pytest.raises(ResultsError, match="unknown column 'experimentt' for --pool"):
         ablation(open_store(tmp_path), pool=["experimentt"])
+
+
+def test_block_pairs_units_across_model_sizes(tmp_path: Path) -> None:
+    # Two losses at two sizes with two seeds: with `--block model` an arm holds four units
+    # (size, seed) and the paired test matches each unit with the baseline's same unit.
+    generate_store(
+        tmp_path, losses=("mle", "del"), seeds=(0, 1), sizes={"tiny": 50_000, "s": 2_000_000}
+    )
+    result = ablation(
+        open_store(tmp_path), metrics=["eval/test/ce"], values=[FINAL], block=["model"]
+    )
+    assert [r[0] for r in result.tables[0].rows] == ["mle", "del"]
+    assert [r[1] for r in result.tables[0].rows] == ["4", "4"]
+    # independently: the final CE of every trial, paired on (model, seed)
+    trials = load_trials(open_store(tmp_path)).select("trial_id", "loss", "model", "seed")
+    final = (
+        pl.read_parquet(tmp_path / "metrics" / "**" / "*.parquet")
+        .filter(pl.col("metric") == "eval/test/ce")
+        .sort("step", "attempt", "ts")
+        .group_by("trial_id")
+        .last()
+        .join(trials, on="trial_id")
+    )
+    wide = final.pivot(on="loss", index=["model", "seed"], values="value")
+    t = stats.ttest_rel(wide["del"].to_numpy(), wide["mle"].to_numpy())
+    record = next(r for r in result.tables[0].data.to_dicts() if r["arm"] == "del")
+    assert record["n_pairs"] == 4
+    assert record["mean_diff"] == pytest.approx(float((wide["del"] - wide["mle"]).mean()), rel=1e-9)
+    assert record["p"] == pytest.approx(t.pvalue, rel=1e-9)
+    assert any(n.startswith("blocks of model") for n in result.notes)
