@@ -84,3 +84,15 @@ study-del: venv
 # The tables and figures the study's README quotes, from the committed results alone.
 study-del-report: venv
 	$(RUN) $(DEL_STUDY)/tables.py $(DEL_RESULTS) $(DEL_STUDY)/report
+
+SCALING_STUDY := studies/scaling_cpu
+SCALING_RESULTS := $(SCALING_STUDY)/results
+
+# Study 2: seven sizes x mle, compensated x two seeds; compaction; the report.
+study-scaling: venv
+	$(RUN) -m orchestrator sweep $(SCALING_STUDY)/scaling.yaml --results $(SCALING_RESULTS); $(SWEPT)
+	$(RUN) -m orchestrator compact scaling-cpu --results $(SCALING_RESULTS)
+	$(MAKE) study-scaling-report
+
+study-scaling-report: venv
+	$(RUN) $(SCALING_STUDY)/tables.py $(SCALING_RESULTS) $(SCALING_STUDY)/report
