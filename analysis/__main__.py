@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 from analysis.choices import AGGREGATES, CORRECTIONS, FAMILIES, LR_MODES
@@ -293,6 +294,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if result is not None and fmt_name == "csv":
         print(text_notes(result), file=sys.stderr)
     return 0
+
+
+def save(argv: Sequence[str], stem: str | Path, formats: Sequence[str] = ("md", "json")) -> None:
+    """Run one command per format and write each output to `stem.<format>` (a study's tables, say:
+    the Markdown to read, the JSON to quote from). Raises ResultsError as the CLI reports it."""
+    for fmt in formats:
+        _, text, _ = run([*argv, "--format", fmt])
+        Path(f"{stem}.{fmt}").write_text(text)
 
 
 if __name__ == "__main__":

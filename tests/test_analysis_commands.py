@@ -648,3 +648,15 @@ def test_block_pairs_units_across_model_sizes(tmp_path: Path) -> None:
     assert record["mean_diff"] == pytest.approx(float((wide["del"] - wide["mle"]).mean()), rel=1e-9)
     assert record["p"] == pytest.approx(t.pvalue, rel=1e-9)
     assert any(n.startswith("blocks of model") for n in result.notes)
+
+
+def test_save_writes_each_format_of_one_command(golden: Path, tmp_path: Path) -> None:
+    from analysis.__main__ import save
+
+    save(["ablation", str(golden), "--metrics", "eval/test/digit_acc"], tmp_path / "t")
+    assert "| mle |" in (tmp_path / "t.md").read_text()
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["command"] == "ablation" and doc["tables"]
+    with pytest.raises(ResultsError, match="unknown metric"):
+        save(["ablation", str(golden), "--metrics", "nope/x"], tmp_path / "bad")
+    assert not (tmp_path / "bad.md").exists()

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from analysis.__main__ import main as analysis
+from analysis.__main__ import save
 from analysis.search import search
 from analysis.store import open_store
 
@@ -80,14 +81,8 @@ def best_setting(root: str) -> tuple[float, float]:
 
 
 def run(out: Path, name: str, args: list[str], index: list[str]) -> None:
-    """One analysis command, as Markdown and as JSON."""
-    for fmt in ("md", "json"):
-        buffer = io.StringIO()
-        with contextlib.redirect_stdout(buffer):
-            code = analysis([*args, "--format", fmt])
-        if code != 0:
-            raise SystemExit(f"python -m analysis {' '.join(args)} exited {code}")
-        (out / f"{name}.{fmt}").write_text(buffer.getvalue())
+    """One analysis command, saved as OUT/<name>.md and OUT/<name>.json."""
+    save(args, out / name)
     index.append(f"{name}: python -m analysis {' '.join(args)}")
 
 

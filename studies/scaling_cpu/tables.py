@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.__main__ import main as analysis
+from analysis.__main__ import save
 from analysis.store import current_trials, open_store, read_latest
 from analysis.table import Result, Table, render
 
@@ -26,14 +27,8 @@ DECOMPOSITION = ("ce", "error_entropy", "self_alignment", "log_confidence")
 
 
 def run(out: Path, name: str, args: list[str], index: list[str]) -> None:
-    """One analysis command, as Markdown and as JSON."""
-    for fmt in ("md", "json"):
-        buffer = io.StringIO()
-        with contextlib.redirect_stdout(buffer):
-            code = analysis([*args, "--format", fmt])
-        if code != 0:
-            raise SystemExit(f"python -m analysis {' '.join(args)} exited {code}")
-        (out / f"{name}.{fmt}").write_text(buffer.getvalue())
+    """One analysis command, saved as OUT/<name>.md and OUT/<name>.json."""
+    save(args, out / name)
     index.append(f"{name}: python -m analysis {' '.join(args)}")
 
 
