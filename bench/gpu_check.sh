@@ -168,8 +168,9 @@ do_bench() {
   fi
   local size=(--presets l --steps 200 --loss-preset l --loss-steps 100)
   [[ $DEVICE = cpu ]] && size=(--presets tiny --steps 20 --loss-preset tiny --loss-steps 10)
-  # LEAD: bench/trial.py's CLI as in issue 12's worktree when this was written; check it at merge.
-  python -m bench.trial --device "$DEVICE" "${size[@]}" --losses del --skip fixed --json "$WORK/trial.json"
+  # Each loss's step time inside a real training step as a ratio to mle's (issue 12's target 5).
+  python -m bench.trial --device "$DEVICE" "${size[@]}" --losses del compensated ntl_was dist2 \
+    --skip fixed --json "$WORK/trial.json"
 }
 
 export -f do_install do_env overrides sweep do_sweep_zero2 do_sweep_zero3 do_smollm2 do_bench
