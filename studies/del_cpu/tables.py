@@ -10,23 +10,27 @@ lists the commands. The hypothesis families are the pre-registered ones (README)
 
 from __future__ import annotations
 
-import contextlib
-import io
+import json
 import sys
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from analysis.__main__ import main as analysis
+import numpy as np
+
+from analysis.__main__ import run as analysis_run
 from analysis.__main__ import save
 from analysis.search import search
 from analysis.store import open_store
 
+H6_METRICS = ["eval/test/digit_acc", "gen/mathgen/exact_match"]
+ALPHA = 0.05
+"""The pre-registered significance level (Holm-corrected p within a family)."""
 ABLATION = "del-cpu-ablation"
 SEARCH = "del-cpu-search"
 CONFIRM = "del-cpu-confirm"
 DEL = "del (distance=False)"
 DEL_DISTANCE = "del (distance=True)"
 
-# (name, baseline arm, compared arms, metrics): one family of tests each (README, Hypotheses).
 INTERPOLATION = {
     "test": "eval/test",
     "gen": "gen/mathgen",
@@ -37,18 +41,80 @@ EXTRAPOLATION = {
 }
 
 
-def families(split: dict[str, str], suffix: str) -> list[tuple[str, str, list[str], list[str]]]:
+class Family(NamedTuple):
+    """One pre-registered family of paired tests, Holm-corrected together."""
+
+    name: str
+    baseline: str
+    predicted: dict[str, int]
+    """Each compared arm and the predicted sign of arm - baseline (+1 higher, -1 lower)."""
+    metrics: list[str]
+
+
+def verdict(records: list[dict[str, Any]], family: Family, alpha: float = ALPHA) -> dict:
+    """The pre-registered verdict on one family from its `ablation --format json` records:
+    supported = every component significant (corrected p < alpha) in the predicted direction;
+    not supported = at least one significant against it; inconclusive otherwise."""
+    components = []
+    for arm, sign in family.predicted.items():
+        for metric in family.metrics:
+            found = [r for r in records if r["arm"] == arm and r["metric"] == metric]
+            if len(found) != 1 or found[0]["p_adjusted"] is None:
+                reason = found[0]["no_test_reason"] if found else "no such arm or metric"
+                components.append({"arm": arm, "metric": metric, "result": f"no test: {reason}"})
+                continue
+            r = found[0]
+            significant = r["p_adjusted"] < alpha
+            agrees = np.sign(r["mean_diff"]) == sign
+            result = (
+                "as predicted" if significant and agrees else "against" if significant else "n.s."
+            )
+            components.append(
+                {
+                    "arm": arm,
+                    "metric": metric,
+                    "predicted": "higher" if sign > 0 else "lower",
+                    "mean_diff": r["mean_diff"],
+                    "n_pairs": r["n_pairs"],
+                    "p": r["p"],
+                    "p_holm": r["p_adjusted"],
+                    "result": result,
+                }
+            )
+    results = [c["result"] for c in components]
+    if all(r == "as predicted" for r in results):
+        overall = "supported"
+    elif "against" in results:
+        overall = "not supported"
+    else:
+        overall = "inconclusive"
+    return {
+        "family": family.name,
+        "baseline": family.baseline,
+        "verdict": overall,
+        "components": components,
+    }
+
+
+def families(split: dict[str, str], suffix: str) -> list[Family]:
+    """The pre-registered families on one split: H1-H4 (README, Hypotheses)."""
     ev, gen = split["test"], split["gen"]
     return [
-        (f"H1{suffix}", "mle", [DEL], [f"{gen}/exact_match", f"{ev}/digit_acc"]),
-        (
+        Family(f"H1{suffix}", "mle", {DEL: +1}, [f"{gen}/exact_match", f"{ev}/digit_acc"]),
+        Family(
             f"H2{suffix}",
             "mle",
-            [DEL],
+            {DEL: -1},
             [f"{gen}/mae", f"{gen}/rel_error", f"{gen}/log_error"],
         ),
-        (f"H3{suffix}", DEL, ["ntl_mse", "ntl_was", "dist2"], [f"{ev}/digit_entropy"]),
-        (f"H4{suffix}", DEL, [DEL_DISTANCE], [f"{gen}/exact_match", f"{ev}/digit_acc"]),
+        # NTL sharper (lower entropy) than DEL, DIST2 flatter (higher).
+        Family(
+            f"H3{suffix}",
+            DEL,
+            {"ntl_mse": -1, "ntl_was": -1, "dist2": +1},
+            [f"{ev}/digit_entropy"],
+        ),
+        Family(f"H4{suffix}", DEL, {DEL_DISTANCE: -1}, [f"{gen}/exact_match", f"{ev}/digit_acc"]),
     ]
 
 
@@ -86,17 +152,60 @@ def run(out: Path, name: str, args: list[str], index: list[str]) -> None:
     index.append(f"{name}: python -m analysis {' '.join(args)}")
 
 
+def test_family(out: Path, command: list[str], family: Family, index: list[str]) -> dict:
+    """One family's paired tests (`ablation --baseline … --arms … --family all`, so Holm covers
+    exactly its components), saved as OUT/<name>.md/.json, and its verdict."""
+    arm_args = [a for arm in family.predicted for a in ("--arms", arm)]
+    chosen = ["--metrics", ",".join(family.metrics), "--family", "all"]
+    run(out, family.name, [*command, "--baseline", family.baseline, *arm_args, *chosen], index)
+    tables = json.loads((out / f"{family.name}.json").read_text())["tables"]
+    return verdict([r for t in tables for r in t.get("records") or []], family)
+
+
+def write_verdicts(out: Path, verdicts: list[dict]) -> None:
+    """OUT/verdicts.json (every component) and OUT/verdicts.md (a line per component); H5 is
+    each of H1-H4 whose extrapolation verdict equals its interpolation verdict."""
+    by_name = {v["family"]: v["verdict"] for v in verdicts}
+    h5 = {
+        name: "holds" if by_name[name] == by_name[f"{name}_extra"] else "does not hold"
+        for name in ("H1", "H2", "H3", "H4")
+    }
+    (out / "verdicts.json").write_text(json.dumps({"families": verdicts, "H5": h5}, indent=1))
+    columns = ["family", "verdict", "arm − baseline", "metric", "predicted", "Δ mean", "pairs"]
+    columns += ["p", "p (Holm)", "component"]
+    lines = ["| " + " | ".join(columns) + " |", "|---|---|---|---|---|---:|---:|---:|---:|---|"]
+    for v in verdicts:
+        for c in v["components"]:
+            if "p" not in c:
+                cells = [c["arm"], c["metric"], "", "", "", "", "", c["result"]]
+            else:
+                cells = [
+                    f"{c['arm']} − {v['baseline']}",
+                    c["metric"],
+                    c["predicted"],
+                    f"{c['mean_diff']:+.4g}",
+                    str(c["n_pairs"]),
+                    f"{c['p']:.3g}",
+                    f"{c['p_holm']:.3g}",
+                    c["result"],
+                ]
+            lines.append("| " + " | ".join([v["family"], v["verdict"], *cells]) + " |")
+    lines += ["", "H5 (extrapolation verdict = interpolation verdict):"]
+    for name, holds in h5.items():
+        pair = (by_name[name], by_name[f"{name}_extra"])
+        both = " (both inconclusive: nothing carried over)" if pair == ("inconclusive",) * 2 else ""
+        lines.append(f"- {name}: {pair[0]} / {pair[1]}: {holds}{both}")
+    (out / "verdicts.md").write_text("\n".join(lines) + "\n")
+
+
 def main(root: str, out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     index: list[str] = []
     ablation = ["ablation", root, "--experiment", ABLATION]
-    for name, baseline, arms, metrics in families(INTERPOLATION, "") + families(
-        EXTRAPOLATION, "_extra"
-    ):
-        arm_args = [a for arm in arms for a in ("--arms", arm)]
-        chosen = ["--metrics", ",".join(metrics), "--family", "all"]
-        run(out, name, [*ablation, "--baseline", baseline, *arm_args, *chosen], index)
+    verdicts = []
+    for family in families(INTERPOLATION, "") + families(EXTRAPOLATION, "_extra"):
+        verdicts.append(test_family(out, [*ablation], family, index))
     run(out, "secondary", [*ablation, "--metrics", ",".join(SECONDARY), "--family", "all"], index)
     run(out, "entropy", ["entropy", root, "--experiment", ABLATION], index)
     run(
@@ -107,18 +216,16 @@ def main(root: str, out_dir: str) -> None:
     )
     # H6 (exploratory): DEL at the search's best setting against the default and MLE, seeds 0-4.
     both = ["ablation", root, "--experiment", ABLATION, "--experiment", CONFIRM, "--pool"]
-    h6 = ["experiment", "--metrics", "eval/test/digit_acc,gen/mathgen/exact_match"]
+    h6 = ["experiment", "--metrics", ",".join(H6_METRICS)]
     run(out, "H6_vs_mle", [*both, *h6, "--family", "all"], index)
     alpha, beta = best_setting(root)
     default = "del (alpha=0.01, decay_base=1.02, distance=False)"
     tuned = f"del (alpha={alpha:g}, decay_base={beta:g}, distance=False)"
     if tuned != default:
-        vs_default = ["--baseline", default, "--arms", tuned, "--family", "all"]
-        run(out, "H6", [*both, *h6, *vs_default], index)
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = analysis(["report", root, "--experiment", ABLATION, "-o", str(out / "ablation")])
-    if code != 0:
-        raise SystemExit(f"the ablation report exited {code}")
+        h6_family = Family("H6", default, {tuned: +1}, H6_METRICS)
+        verdicts.append(test_family(out, [*both, "experiment"], h6_family, index))
+    write_verdicts(out, verdicts)
+    analysis_run(["report", root, "--experiment", ABLATION, "-o", str(out / "ablation")])
     index.append(f"ablation/index.html: python -m analysis report {root} --experiment {ABLATION}")
     (out / "index.txt").write_text("\n".join(index) + "\n")
 

@@ -10,14 +10,12 @@ family; `budget` lists every trial's tokens seen and training FLOPs (6·N·D).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import sys
 from pathlib import Path
 
 import polars as pl
 
-from analysis.__main__ import main as analysis
+from analysis.__main__ import run as analysis_run
 from analysis.__main__ import save
 from analysis.store import current_trials, open_store, read_latest
 from analysis.table import Result, Table, render
@@ -93,10 +91,7 @@ def main(root: str, out_dir: str) -> None:
     for fmt in ("md", "json"):
         (out / f"budget.{fmt}").write_text(render(budget(root), fmt))
     index.append("budget: studies/scaling_cpu/tables.py (tokens seen and 6·N·D per trial)")
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = analysis(["report", root, "--experiment", EXPERIMENT, "-o", str(out / "report")])
-    if code != 0:
-        raise SystemExit(f"the report exited {code}")
+    analysis_run(["report", root, "--experiment", EXPERIMENT, "-o", str(out / "report")])
     index.append(f"report/index.html: python -m analysis report {root} --experiment {EXPERIMENT}")
     (out / "index.txt").write_text("\n".join(index) + "\n")
 
