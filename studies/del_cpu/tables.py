@@ -208,22 +208,23 @@ def main(root: str, out_dir: str) -> None:
         verdicts.append(test_family(out, [*ablation], family, index))
     run(out, "secondary", [*ablation, "--metrics", ",".join(SECONDARY), "--family", "all"], index)
     run(out, "entropy", ["entropy", root, "--experiment", ABLATION], index)
-    run(
-        out,
-        "search",
-        ["search", root, "--experiment", SEARCH, "--objective", "eval/test/digit_acc:max"],
-        index,
-    )
-    # H6 (exploratory): DEL at the search's best setting against the default and MLE, seeds 0-4.
-    both = ["ablation", root, "--experiment", ABLATION, "--experiment", CONFIRM, "--pool"]
-    h6 = ["experiment", "--metrics", ",".join(H6_METRICS)]
-    run(out, "H6_vs_mle", [*both, *h6, "--family", "all"], index)
-    alpha, beta = best_setting(root)
-    default = "del (alpha=0.01, decay_base=1.02, distance=False)"
-    tuned = f"del (alpha={alpha:g}, decay_base={beta:g}, distance=False)"
-    if tuned != default:
-        h6_family = Family("H6", default, {tuned: +1}, H6_METRICS)
-        verdicts.append(test_family(out, [*both, "experiment"], h6_family, index))
+    present = open_store(root).experiments
+    not_run = [e for e in (SEARCH, CONFIRM) if e not in present]
+    if SEARCH in present:
+        search_args = ["search", root, "--experiment", SEARCH]
+        run(out, "search", [*search_args, "--objective", "eval/test/digit_acc:max"], index)
+    if CONFIRM in present:
+        # H6 (exploratory): DEL at the search's best setting against the default and MLE.
+        both = ["ablation", root, "--experiment", ABLATION, "--experiment", CONFIRM, "--pool"]
+        h6 = ["experiment", "--metrics", ",".join(H6_METRICS)]
+        run(out, "H6_vs_mle", [*both, *h6, "--family", "all"], index)
+        alpha, beta = best_setting(root)
+        default = "del (alpha=0.01, decay_base=1.02, distance=False)"
+        tuned = f"del (alpha={alpha:g}, decay_base={beta:g}, distance=False)"
+        if tuned != default:
+            h6_family = Family("H6", default, {tuned: +1}, H6_METRICS)
+            verdicts.append(test_family(out, [*both, "experiment"], h6_family, index))
+    index += [f"not in the store (not run): {e}" for e in not_run]
     write_verdicts(out, verdicts)
     analysis_run(["report", root, "--experiment", ABLATION, "-o", str(out / "ablation")])
     index.append(f"ablation/index.html: python -m analysis report {root} --experiment {ABLATION}")
