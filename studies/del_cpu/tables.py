@@ -11,6 +11,7 @@ lists the commands. The hypothesis families are the pre-registered ones (README)
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -149,7 +150,7 @@ def best_setting(root: str) -> tuple[float, float]:
 def run(out: Path, name: str, args: list[str], index: list[str]) -> None:
     """One analysis command, saved as OUT/<name>.md and OUT/<name>.json."""
     save(args, out / name)
-    index.append(f"{name}: python -m analysis {' '.join(args)}")
+    index.append(f"{name}: python -m analysis {shlex.join(args)}")
 
 
 def test_family(out: Path, command: list[str], family: Family, index: list[str]) -> dict:

@@ -10,6 +10,7 @@ family; `budget` lists every trial's tokens seen and training FLOPs (6·N·D).
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -27,7 +28,7 @@ DECOMPOSITION = ("ce", "error_entropy", "self_alignment", "log_confidence")
 def run(out: Path, name: str, args: list[str], index: list[str]) -> None:
     """One analysis command, saved as OUT/<name>.md and OUT/<name>.json."""
     save(args, out / name)
-    index.append(f"{name}: python -m analysis {' '.join(args)}")
+    index.append(f"{name}: python -m analysis {shlex.join(args)}")
 
 
 def budget(root: str) -> Result:
