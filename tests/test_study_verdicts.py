@@ -4,25 +4,13 @@ significant against it, inconclusive otherwise (README, Hypotheses)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.study_tables import study_tables
 
-
-def _tables():
-    spec = importlib.util.spec_from_file_location(
-        "del_cpu_tables", ROOT / "studies/del_cpu/tables.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-T = _tables()
+T = study_tables("del_cpu")
 FAMILY = T.Family("H3", "del", {"ntl_mse": -1, "dist2": +1}, ["eval/test/digit_entropy"])
 
 

@@ -5,14 +5,17 @@
 Every number in the study's README comes from one of these `python -m analysis` commands, each
 written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision); OUT/index.txt
 lists them. S1-S3 and the extrapolation check read `scaling`; S4 is one `ablation --block model`
-family; `budget` lists every trial's tokens seen and training FLOPs (6·N·D).
+family; `budget` lists every trial's tokens seen and training FLOPs (6·N·D). OUT/verdicts.md and
+.json apply the pre-registered rules of S1-S4 (README, Hypotheses) to those tables' records.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -23,6 +26,174 @@ from analysis.table import Result, Table, render
 
 EXPERIMENT = "scaling-cpu"
 DECOMPOSITION = ("ce", "error_entropy", "self_alignment", "log_confidence")
+ALPHA = 0.05
+"""The pre-registered significance level of S4 (Holm-corrected over its two tests)."""
+PRIMARY = ("mle", "test")
+"""The (loss, split) S1-S3 are judged on; the others are reported with the same rules."""
+SPLITS = {"test": "eval/test", "extra": "eval/extra"}
+
+
+def records(path: Path, table: str) -> list[dict[str, Any]]:
+    """The records of one table of an analysis command's JSON output."""
+    tables = json.loads(path.read_text())["tables"]
+    return [r for t in tables if t["name"] == table for r in t.get("records") or []]
+
+
+def s1(verdict_record: dict[str, Any]) -> dict[str, Any]:
+    """S1 on one (loss, split) row of the scaling verdict table: supported when the bootstrap
+    interval of R²(EE) − R²(CE) lies above 0 and EE's leave-one-size-out error is below CE's;
+    not supported when the interval lies below 0; inconclusive otherwise."""
+    r = verdict_record
+    low, high = r["delta_r2_ci_low"], r["delta_r2_ci_high"]
+    if low is None or high is None or r["loo_ce"] is None or r["loo_ee"] is None:
+        result = "inconclusive"
+    elif low > 0 and r["loo_ee"] < r["loo_ce"]:
+        result = "supported"
+    elif high < 0:
+        result = "not supported"
+    else:
+        result = "inconclusive"
+    numbers = (
+        f"ΔR² {r['delta_r2']:+.4f} [{low:+.4f}, {high:+.4f}]; "
+        f"LOO CE {r['loo_ce']:.2%} / EE {r['loo_ee']:.2%}"
+        if None not in (low, high, r["loo_ce"], r["loo_ee"])
+        else "no interval or no leave-one-size-out error"
+    )
+    return {
+        "hypothesis": "S1",
+        "loss": r["loss"],
+        "split": r["split"],
+        "verdict": result,
+        "numbers": numbers,
+    }
+
+
+def s2(trend_record: dict[str, Any]) -> dict[str, Any]:
+    """S2 on one (loss, split) row of the EE-share trend table: the slope of EE/CE per decade of
+    N; supported if its interval lies below 0, not supported if above, inconclusive if it
+    covers 0."""
+    r = trend_record
+    low, high = r["ci_low"], r["ci_high"]
+    if low is None or high is None:
+        result = "inconclusive"
+    else:
+        result = "supported" if high < 0 else "not supported" if low > 0 else "inconclusive"
+    numbers = (
+        f"slope {r['slope_per_decade']:+.4f} per decade [{low:+.4f}, {high:+.4f}]"
+        if low is not None and high is not None
+        else "no interval"
+    )
+    return {
+        "hypothesis": "S2",
+        "loss": r["loss"],
+        "split": r["split"],
+        "verdict": result,
+        "numbers": numbers,
+    }
+
+
+def s3(power_records: list[dict[str, Any]], loss: str, split: str) -> dict[str, Any]:
+    """S3 on one (loss, split): the plain fit's "power law?" of self-alignment and log-confidence;
+    supported if "no" for both, not supported if "yes" for either."""
+    found = {}
+    for leaf in ("self_alignment", "log_confidence"):
+        metric = f"{SPLITS[split]}/{leaf}"
+        rows = [r for r in power_records if r["loss"] == loss and r["metric"] == metric]
+        found[leaf] = rows[0] if len(rows) == 1 else None
+    if any(r is None for r in found.values()):
+        result, numbers = (
+            "inconclusive",
+            "no fit for " + ", ".join(k for k, v in found.items() if v is None),
+        )
+    else:
+        yes = [k for k, r in found.items() if r["follows_power_law"]]
+        result = "not supported" if yes else "supported"
+        numbers = "; ".join(
+            f"{k}: a {r['a']:+.4f} [{r['a_ci_low']:+.4f}, {r['a_ci_high']:+.4f}], "
+            f"power law {'yes' if r['follows_power_law'] else 'no'}"
+            for k, r in found.items()
+        )
+    return {"hypothesis": "S3", "loss": loss, "split": split, "verdict": result, "numbers": numbers}
+
+
+def s4(ablation_records: list[dict[str, Any]], split: str, alpha: float = ALPHA) -> dict:
+    """S4 on one split from `ablation --block model` records (compensated − mle, Holm over the
+    two): supported if log-confidence is significantly lower and EE not significantly higher;
+    not supported if EE is significantly higher or log-confidence significantly higher;
+    inconclusive otherwise."""
+    tests = {}
+    for leaf in ("log_confidence", "error_entropy"):
+        metric = f"{SPLITS[split]}/{leaf}"
+        rows = [
+            r
+            for r in ablation_records
+            if r["arm"] == "compensated" and r["metric"] == metric and r["p_adjusted"] is not None
+        ]
+        tests[leaf] = rows[0] if len(rows) == 1 else None
+    if any(t is None for t in tests.values()):
+        return {
+            "hypothesis": "S4",
+            "loss": "compensated − mle",
+            "split": split,
+            "verdict": "inconclusive",
+            "numbers": "no paired test",
+        }
+
+    def significant(leaf: str, sign: int) -> bool:
+        t = tests[leaf]
+        return t["p_adjusted"] < alpha and (t["mean_diff"] > 0) == (sign > 0)
+
+    if significant("error_entropy", +1) or significant("log_confidence", +1):
+        result = "not supported"
+    elif significant("log_confidence", -1):
+        result = "supported"
+    else:
+        result = "inconclusive"
+    numbers = "; ".join(
+        f"{leaf}: Δ {t['mean_diff']:+.4g} (p {t['p']:.3g}, Holm {t['p_adjusted']:.3g}, "
+        f"{t['n_pairs']} pairs)"
+        for leaf, t in tests.items()
+    )
+    return {
+        "hypothesis": "S4",
+        "loss": "compensated − mle",
+        "split": split,
+        "verdict": result,
+        "numbers": numbers,
+    }
+
+
+def verdicts(out: Path) -> list[dict[str, Any]]:
+    """S1-S4 for every (loss, split) the tables in OUT hold; `primary` marks the judged one."""
+    scaling = out / "scaling.json"
+    power = records(scaling, "scaling_power")
+    found = [s1(r) for r in records(scaling, "scaling_verdict") if r["axis"] == "N"]
+    found += [s2(r) for r in records(scaling, "scaling_ee_share_trend") if r["axis"] == "N"]
+    pairs = sorted({(r["loss"], split) for r in found for split in [r["split"]]})
+    found += [s3(power, loss, split) for loss, split in pairs]
+    found += [
+        s4(records(out / name, "ablation_" + split), split)
+        for name, split in (("S4.json", "test"), ("S4_extra.json", "extra"))
+    ]
+    for v in found:
+        v["primary"] = (v["loss"], v["split"]) == PRIMARY or (
+            v["hypothesis"] == "S4" and v["split"] == PRIMARY[1]
+        )
+    return sorted(found, key=lambda v: (v["hypothesis"], not v["primary"], v["loss"], v["split"]))
+
+
+def write_verdicts(out: Path, found: list[dict[str, Any]]) -> None:
+    """OUT/verdicts.json and OUT/verdicts.md, a line per hypothesis, loss and split."""
+    (out / "verdicts.json").write_text(json.dumps(found, indent=1))
+    lines = [
+        "| hypothesis | loss | split | judged | verdict | numbers |",
+        "|---|---|---|---|---|---|",
+    ]
+    for v in found:
+        judged = "**primary**" if v["primary"] else "reported"
+        cells = [v["hypothesis"], v["loss"], v["split"], judged, v["verdict"], v["numbers"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    (out / "verdicts.md").write_text("\n".join(lines) + "\n")
 
 
 def run(out: Path, name: str, args: list[str], index: list[str]) -> None:
@@ -94,6 +265,8 @@ def main(root: str, out_dir: str) -> None:
     index.append("budget: studies/scaling_cpu/tables.py (tokens seen and 6·N·D per trial)")
     analysis_run(["report", root, "--experiment", EXPERIMENT, "-o", str(out / "report")])
     index.append(f"report/index.html: python -m analysis report {root} --experiment {EXPERIMENT}")
+    write_verdicts(out, verdicts(out))
+    index.append("verdicts: studies/scaling_cpu/tables.py (S1-S4 by the pre-registered rules)")
     (out / "index.txt").write_text("\n".join(index) + "\n")
 
 
