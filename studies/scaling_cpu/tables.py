@@ -39,6 +39,17 @@ def records(path: Path, table: str) -> list[dict[str, Any]]:
     return [r for t in tables if t["name"] == table for r in t.get("records") or []]
 
 
+def judged(hypothesis: str, loss: str, split: str, verdict: str, numbers: str) -> dict[str, Any]:
+    """One verdict row of OUT/verdicts.json."""
+    return {
+        "hypothesis": hypothesis,
+        "loss": loss,
+        "split": split,
+        "verdict": verdict,
+        "numbers": numbers,
+    }
+
+
 def s1(verdict_record: dict[str, Any]) -> dict[str, Any]:
     """S1 on one (loss, split) row of the scaling verdict table: supported when the bootstrap
     interval of R²(EE) − R²(CE) lies above 0 and EE's leave-one-size-out error is below CE's;
@@ -59,13 +70,7 @@ def s1(verdict_record: dict[str, Any]) -> dict[str, Any]:
         if None not in (low, high, r["loo_ce"], r["loo_ee"])
         else "no interval or no leave-one-size-out error"
     )
-    return {
-        "hypothesis": "S1",
-        "loss": r["loss"],
-        "split": r["split"],
-        "verdict": result,
-        "numbers": numbers,
-    }
+    return judged("S1", r["loss"], r["split"], result, numbers)
 
 
 def s2(trend_record: dict[str, Any]) -> dict[str, Any]:
@@ -83,13 +88,7 @@ def s2(trend_record: dict[str, Any]) -> dict[str, Any]:
         if low is not None and high is not None
         else "no interval"
     )
-    return {
-        "hypothesis": "S2",
-        "loss": r["loss"],
-        "split": r["split"],
-        "verdict": result,
-        "numbers": numbers,
-    }
+    return judged("S2", r["loss"], r["split"], result, numbers)
 
 
 def s3(power_records: list[dict[str, Any]], loss: str, split: str) -> dict[str, Any]:
@@ -113,7 +112,7 @@ def s3(power_records: list[dict[str, Any]], loss: str, split: str) -> dict[str, 
             f"power law {'yes' if r['follows_power_law'] else 'no'}"
             for k, r in found.items()
         )
-    return {"hypothesis": "S3", "loss": loss, "split": split, "verdict": result, "numbers": numbers}
+    return judged("S3", loss, split, result, numbers)
 
 
 def s4(ablation_records: list[dict[str, Any]], split: str, alpha: float = ALPHA) -> dict:
@@ -131,13 +130,7 @@ def s4(ablation_records: list[dict[str, Any]], split: str, alpha: float = ALPHA)
         ]
         tests[leaf] = rows[0] if len(rows) == 1 else None
     if any(t is None for t in tests.values()):
-        return {
-            "hypothesis": "S4",
-            "loss": "compensated − mle",
-            "split": split,
-            "verdict": "inconclusive",
-            "numbers": "no paired test",
-        }
+        return judged("S4", "compensated − mle", split, "inconclusive", "no paired test")
 
     def significant(leaf: str, sign: int) -> bool:
         t = tests[leaf]
@@ -154,13 +147,7 @@ def s4(ablation_records: list[dict[str, Any]], split: str, alpha: float = ALPHA)
         f"{t['n_pairs']} pairs)"
         for leaf, t in tests.items()
     )
-    return {
-        "hypothesis": "S4",
-        "loss": "compensated − mle",
-        "split": split,
-        "verdict": result,
-        "numbers": numbers,
-    }
+    return judged("S4", "compensated − mle", split, result, numbers)
 
 
 def verdicts(out: Path) -> list[dict[str, Any]]:
