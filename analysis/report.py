@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis import figures
-from analysis.ablation import ablation
+from analysis.ablation import PairedOptions, ablation
 from analysis.arms import Arms, assign_arms
 from analysis.curves import metric_curves
 from analysis.entropy import entropy
@@ -181,9 +181,11 @@ def write_report(
     value: ValueSpec = FINAL,
     statuses: Sequence[str] | None = None,
     level: float = 0.95,
+    plateau: bool = False,
 ) -> Path:
     """Write `out`/index.html, `out`/figures/*.png and `out`/tables/*.{md,csv,tex,json}; return
-    the page's path."""
+    the page's path. `plateau`: the ablation section flags arms still learning (†) and has the
+    plateau table (analysis/plateau.py)."""
     out = Path(out)
     fig_dir, tables_dir = out / "figures", out / "tables"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -192,7 +194,8 @@ def write_report(
     files: dict[str, list[str]] = {}
 
     # Ablation, with learning curves per arm (running trials included: their steps so far).
-    abl = ablation(store, level=level, **status_kw)
+    options = PairedOptions(plateau="") if plateau else None
+    abl = ablation(store, level=level, options=options, **status_kw)
     curve_trials, _ = current_trials(store, statuses or CURVE_STATUSES)
     available = metric_names(store)
     abl_images = []

@@ -231,6 +231,12 @@ def _finish(root: str, sweep: SweepConfig, n_trials: int, n_errors: int, digits:
     metrics = summary_metrics(sweep, available, digits)
     if metrics:
         analysis_main(["ablation", root, "--experiment", experiment, "--metric", ",".join(metrics)])
+    if sweep.mode == "grid":
+        from analysis.plateau import still_learning_warning
+
+        # A grid compares arms at their final step: say so when that step is mid-learning.
+        for line in still_learning_warning(root, experiment):
+            print(line)
     print(
         f"\n{n_trials} trials, {n_errors} failed. Results: {root}\n"
         "Next:\n"
