@@ -281,7 +281,8 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     pool = _split_list(getattr(args, "pool", None))
     block = _split_list(getattr(args, "block", None))
     if args.command == "ablation":
-        from analysis.ablation import PairedOptions, ablation
+        from analysis.ablation import ablation
+        from analysis.paired_options import PairedOptions
 
         if args.all and args.metrics:
             raise ResultsError("--all and --metrics: give one of them")

@@ -9,18 +9,18 @@ drawn from it, see analysis/headline.py); by default only the headline metrics a
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import polars as pl
 
+from analysis.arm_values import SeedValues, arm_seed_values
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
-from analysis.choices import ALTERNATIVES, CORRECTIONS, FAMILIES, Correction
+from analysis.choices import CORRECTIONS, FAMILIES, Correction
 from analysis.headline import headline, panel_title, panels, short_names
 from analysis.metric_names import resolve
 from analysis.metric_registry import direction
+from analysis.paired_options import PairedOptions
 from analysis.paired_stats import Tost, paired_ancova, tost_paired
 from analysis.seed_stats import (
     MeanCI,
@@ -48,89 +48,6 @@ from analysis.store import (
     trial_summary,
 )
 from analysis.table import DASH, Result, Table, fmt, fmt_ci, fmt_p, fmt_pm, fmt_pvalue, fmt_signed
-
-SeedValues = dict[str, float]
-"""seed_key -> value (the mean over trials of that arm and seed, normally exactly one)."""
-
-
-def arm_seed_values(
-    values: pl.DataFrame, arms: Arms, known: pl.DataFrame | None = None
-) -> tuple[pl.DataFrame, list[str]]:
-    """Per (arm, seed, metric [, step]) the value, averaged over repeated trials of one seed.
-
-    `values` has experiment, trial_id, metric, value and optionally step; values of trials that
-    are not in `arms` are dropped. `known` (experiment, trial_id of every trial in trials/, any
-    status) lets the notes mention metrics of trials the trials table does not list yet.
-    Non-finite values are left out (and counted in the notes).
-    """
-    notes = []
-    joined = values.join(arms.members, on=["experiment", "trial_id"], how="inner")
-    if known is not None:
-        orphans = values.join(known, on=["experiment", "trial_id"], how="anti")
-        if orphans.height:
-            n = orphans.select(pl.struct("experiment", "trial_id").n_unique()).item()
-            notes.append(f"{n} trial(s) have metrics but no row in trials/ yet: left out")
-    bad = joined.filter(~pl.col("value").is_finite())
-    if bad.height:
-        notes.append(
-            f"{bad.height} non-finite value(s) (diverged trials?) left out of: "
-            + ", ".join(sorted(set(bad["metric"].to_list())))
-        )
-    keys = ["arm", "seed_key", "metric"] + (["step"] if "step" in values.columns else [])
-    grouped = (
-        joined.filter(pl.col("value").is_finite())
-        .group_by(keys)
-        .agg(pl.col("value").mean(), pl.len().alias("n_trials"))
-    )
-    repeated = grouped.filter(pl.col("n_trials") > 1)
-    if repeated.height:
-        notes.append(
-            "some seeds were run by more than one trial of the same arm: their values are averaged "
-            "per seed before the interval is formed"
-        )
-    return grouped.drop("n_trials"), notes
-
-
-@dataclass(frozen=True)
-class PairedOptions:
-    """The ablation's optional tests (command-line flags in brackets); the defaults leave the
-    tables exactly as they are without them."""
-
-    alternative: str = "two-sided"
-    """The paired t-tests' alternative on mean(arm − baseline) (--alternative)."""
-    equivalence: float | None = None
-    """SESOI of a TOST per paired test (--equivalence); None: no TOST."""
-    adjust_for: str | None = None
-    """Covariate metric of the paired ANCOVA (--adjust-for); None: none."""
-    plateau: str | None = None
-    """Metric of the plateau check (--plateau [METRIC]); "" = the first chosen metric with a
-    better direction; None: no check."""
-    plateau_last: int = 3
-    """Evaluations the plateau slope is fitted over (--plateau-last)."""
-    min_slope: float = 0.0
-    """Improvement per 1000 steps the slope's interval must exceed to flag (--min-slope)."""
-
-    @property
-    def sided(self) -> str:
-        if self.alternative == "two-sided":
-            return "two-sided"
-        return (
-            f"one-sided ({'arm > baseline' if self.alternative == 'greater' else 'arm < baseline'})"
-        )
-
-    def checked(self) -> PairedOptions:
-        """These options, or ResultsError naming the flag that is out of range."""
-        if self.alternative not in ALTERNATIVES:
-            raise ResultsError(
-                f"--alternative must be one of {', '.join(ALTERNATIVES)}, got {self.alternative!r}"
-            )
-        if self.equivalence is not None and not self.equivalence > 0:
-            raise ResultsError(f"--equivalence (SESOI) must be > 0, got {self.equivalence}")
-        if self.plateau_last < 2:
-            raise ResultsError(f"--plateau-last must be >= 2, got {self.plateau_last}")
-        if not math.isfinite(self.min_slope) or self.min_slope < 0:
-            raise ResultsError(f"--min-slope must be >= 0, got {self.min_slope}")
-        return self
 
 
 def _tost_fields(tost: Tost | None, opts: PairedOptions) -> dict[str, object]:

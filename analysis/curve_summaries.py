@@ -19,23 +19,32 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.metric_registry import direction
-from analysis.selection import ValueSpec
 
 KEYS = ["experiment", "trial_id", "metric"]
 _OUT = {"value": pl.Float64(), "step": pl.Int64()}
 
 
-def summarise(latest: pl.LazyFrame, spec: ValueSpec) -> pl.DataFrame:
-    """Columns experiment, trial_id, metric, value, step for a last/auc/steps_to spec."""
+def summarise(
+    latest: pl.LazyFrame,
+    kind: str,
+    *,
+    count: int | None = None,
+    start: int | None = None,
+    end: int | None = None,
+    target: float | None = None,
+) -> pl.DataFrame:
+    """Columns experiment, trial_id, metric, value, step for a `last` (count), `auc` (start,
+    end) or `steps_to` (target) summary: the fields of analysis.selection.ValueSpec, passed one
+    by one so that this module does not import the one that dispatches to it."""
     lf = latest.lazy().select(*KEYS, "step", "value").sort([*KEYS, "step"])
-    if spec.kind == "last":
-        out = _last(lf, spec.count or 1)
-    elif spec.kind == "auc":
-        out = _auc(lf, spec.start, spec.end)
-    elif spec.kind == "steps_to":
-        out = _steps_to(lf, float(spec.target))  # type: ignore[arg-type]
+    if kind == "last":
+        out = _last(lf, count or 1)
+    elif kind == "auc":
+        out = _auc(lf, start, end)
+    elif kind == "steps_to" and target is not None:
+        out = _steps_to(lf, float(target))
     else:
-        raise ValueError(f"not a curve summary: {spec.label}")
+        raise ValueError(f"not a curve summary: {kind} (target {target})")
     return out.select(*KEYS, pl.col("value").cast(pl.Float64()), pl.col("step").cast(pl.Int64()))
 
 

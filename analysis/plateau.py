@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from analysis.ablation import arm_seed_values
+from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms, assign_arms
 from analysis.headline import headline
 from analysis.metric_names import resolve
@@ -46,7 +46,7 @@ from analysis.store import (
 from analysis.table import DASH, Result, Table, fmt, fmt_ci
 
 if TYPE_CHECKING:
-    from analysis.ablation import PairedOptions
+    from analysis.paired_options import PairedOptions
 
 STILL = "still learning"
 FLAG = "†"

@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis import figures
-from analysis.ablation import PairedOptions, ablation
+from analysis.ablation import ablation
 from analysis.arms import Arms, assign_arms
 from analysis.curves import metric_curves
 from analysis.entropy import entropy
 from analysis.metric_names import DECOMPOSITION_LEAVES, splits
+from analysis.paired_options import PairedOptions
 from analysis.scaling import scaling
 from analysis.search import search
 from analysis.selection import FINAL, ValueSpec

@@ -16,6 +16,7 @@ from typing import Literal
 
 import polars as pl
 
+from analysis.curve_summaries import summarise
 from analysis.metric_registry import Direction, direction
 
 Kind = Literal["final", "best", "step", "last", "auc", "steps_to"]
@@ -131,9 +132,9 @@ def select_values(latest: pl.DataFrame | pl.LazyFrame, spec: ValueSpec) -> pl.Da
     lf = latest.lazy()
     keys = ["experiment", "trial_id", "metric"]
     if spec.kind in ("last", "auc", "steps_to"):
-        from analysis.curve_summaries import summarise
-
-        return summarise(lf, spec)
+        return summarise(
+            lf, spec.kind, count=spec.count, start=spec.start, end=spec.end, target=spec.target
+        )
     if spec.kind == "final":
         out = lf.group_by(keys).agg(pl.col("value").sort_by("step").last(), pl.col("step").max())
     elif spec.kind == "step":
