@@ -12,6 +12,7 @@ key winning).
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 GLOBAL_PARAMS = ("lr",)
 """Searched parameters that belong to no loss."""
+CONTROL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""A grid control arm's name (it becomes a value of the trials table's `control` column)."""
 
 
 def optuna_name(loss: str, param: str) -> str:
@@ -141,6 +144,26 @@ def check_grid(grid: GridConfig) -> None:
         duplicates = [v for i, v in enumerate(variants) if v in variants[:i]]
         if duplicates:
             raise ValueError(f"grid.params.{name}: variant {duplicates[0]} is listed twice")
+    for name, control in grid.controls.items():
+        _check_control(grid, name, control)
+
+
+def _check_control(grid: GridConfig, name: str, control: Any) -> None:
+    """One `grid.controls` entry; ValueError naming the key."""
+    where = f"grid.controls.{name}"
+    if not CONTROL_NAME.fullmatch(name):
+        raise ValueError(f"{where}: a control's name is letters, digits, '_', '.', '-'")
+    if control.loss not in grid.losses:
+        raise ValueError(
+            f"{where}.loss: {control.loss!r} is not in grid.losses ({', '.join(grid.losses)}); "
+            "a control re-runs an arm of the grid"
+        )
+    _check_grid_variant(control.loss, control.params, f"{where}.params")
+    if not any(control.seed_offsets.model_dump().values()):
+        raise ValueError(
+            f"{where}.seed_offsets: all zero, the control would repeat the {control.loss} arm; "
+            "give e.g. {order: 1000}"
+        )
 
 
 def _check_grid_variant(name: str, params: dict[str, Any], prefix: str) -> None:
@@ -212,7 +235,8 @@ def trial_params(tune_config: dict[str, Any]) -> dict[str, Any]:
 
 
 def grid_arms(sweep: SweepConfig) -> list[dict[str, Any]]:
-    """Every arm of a grid: losses (x their parameter variants) x seeds x presets."""
+    """Every trial of a grid: losses (x their parameter variants) x seeds x presets, then each
+    control arm x seeds x presets (`control` and `seed_offsets` set)."""
     grid = sweep.grid
     presets = grid.presets or [None]
     arms = []
@@ -222,17 +246,37 @@ def grid_arms(sweep: SweepConfig) -> list[dict[str, Any]]:
             if preset is not None:
                 arm["preset"] = preset
             arms.append(arm)
+    for (name, control), seed, preset in itertools.product(
+        grid.controls.items(), grid.seeds, presets
+    ):
+        arm = {"loss": control.loss, "seed": seed, **control.params, "control": name}
+        arm["seed_offsets"] = control.seed_offsets.model_dump()
+        if preset is not None:
+            arm["preset"] = preset
+        arms.append(arm)
     return arms
 
 
 # Keys of a trial's parameters that are not loss hyper-parameters.
-_TRIAL_KEYS = ("loss", "seed", "preset", *GLOBAL_PARAMS)
+_TRIAL_KEYS = ("loss", "seed", "preset", "control", "seed_offsets", *GLOBAL_PARAMS)
+
+
+def _control_seeds(base: dict[str, Any], offsets: dict[str, int]) -> dict[str, int | None]:
+    """A control trial's `seeds`: each source with an offset moved from its seed (the base
+    trial's override of it, else the trial's seed) by that offset; the others as they were."""
+    seeds = dict(base["seeds"])
+    for source, offset in offsets.items():
+        if offset:
+            start = seeds[source] if seeds[source] is not None else base["seed"]
+            seeds[source] = start + offset
+    return seeds
 
 
 def trial_config(sweep: SweepConfig, params: dict[str, Any], trial_id: str) -> dict[str, Any]:
     """The plain-JSON TrialConfig of one trial: the sweep's base trial with the trial's loss,
     every parameter of that loss (the given ones, defaults for the others: what the trial runs
-    with, so the trials table records it), seed, preset and learning rate (validated here)."""
+    with, so the trials table records it), seed (and a control arm's name and seeds), preset and
+    learning rate (validated here)."""
     base = sweep.trial.model_dump(mode="json")
     loss = params["loss"]
     given = {k: v for k, v in params.items() if k not in _TRIAL_KEYS and v is not None}
@@ -243,6 +287,9 @@ def trial_config(sweep: SweepConfig, params: dict[str, Any], trial_id: str) -> d
         base["model"] = {**base["model"], "preset": params["preset"], "path": None}
     if "lr" in params:
         base["train"] = {**base["train"], "lr": float(params["lr"])}
+    if "control" in params:
+        base["control"] = params["control"]
+        base["seeds"] = _control_seeds(base, params.get("seed_offsets") or {})
     base["experiment"] = sweep.experiment
     base["trial_id"] = trial_id
     return TrialConfig.model_validate(base).model_dump(mode="json")

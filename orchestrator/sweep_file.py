@@ -88,6 +88,32 @@ class SearchConfig(_Strict):
     local results root (required for a remote results root)."""
 
 
+class SeedOffsets(_Strict):
+    """What a control arm adds to each grid seed, per source (0 = that source keeps the seed)."""
+
+    init: int = 0
+    """Added to the model-initialisation seed."""
+    data: int = 0
+    """Added to the data seed (generated problems)."""
+    order: int = 0
+    """Added to the data-order seed."""
+
+
+class ControlArm(_Strict):
+    """A control arm: one loss (with fixed parameters) run on every grid seed (and preset) with
+    some of its seeds moved, e.g. `{loss: mle, seed_offsets: {order: 1000}}` = the same model
+    and data as the `mle` arm of each seed, another data order. Its trials keep the grid seed in
+    `seed` (so they pair with the other arms' trials of that seed) and their own seeds in
+    `seeds`; the trials table's `control` column holds the control's name."""
+
+    loss: str = "mle"
+    """A loss of `grid.losses`."""
+    params: dict[str, float | bool] = Field(default_factory=dict)
+    """Its fixed hyper-parameters (the others keep their defaults)."""
+    seed_offsets: SeedOffsets
+    """Per-source offsets from the grid seed; at least one must be non-zero."""
+
+
 class GridConfig(_Strict):
     losses: list[str] = Field(default_factory=lambda: ["mle", "del"])
     seeds: list[int] = Field(default_factory=lambda: [0])
@@ -99,6 +125,10 @@ class GridConfig(_Strict):
     """Fixed hyper-parameters per loss name, e.g. {del: {alpha: 0.01}}; a list makes one arm per
     entry (variants of one loss), e.g. {del: [{}, {distance: true}]} for DEL with and without its
     distance term. Parameters a variant does not give keep their defaults."""
+    controls: dict[str, ControlArm] = Field(default_factory=dict)
+    """Control arms by name, each run on every seed and preset beside the arms above, e.g.
+    {reorder: {loss: mle, seed_offsets: {order: 1000}}}: trajectory noise (same model and data,
+    another order) measured next to the losses' differences, paired by seed."""
 
     def variants(self, loss: str) -> list[dict[str, float | bool]]:
         """The parameter sets of `loss`'s arms (one, the defaults, when none are given)."""
@@ -154,6 +184,8 @@ class SweepConfig(_Strict):
                 raise ValueError(
                     f"{self.mode}.losses: unknown loss {name!r}; known: {', '.join(LOSSES)}"
                 )
+        if self.trial.control is not None:
+            raise ValueError("trial.control: set per trial by grid.controls; leave it out")
         if self.mode == "search":
             check_search(self.search)
         else:
