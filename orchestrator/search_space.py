@@ -84,7 +84,8 @@ def trial_params(tune_config: dict[str, Any]) -> dict[str, Any]:
 
 
 def grid_arms(sweep: SweepConfig) -> list[dict[str, Any]]:
-    """Every arm of a grid: losses (x their parameter variants) x seeds x presets."""
+    """Every trial of a grid: losses (x their parameter variants) x seeds x presets, then each
+    control arm x seeds x presets (`control` and `seed_offsets` set)."""
     grid = sweep.grid
     presets = grid.presets or [None]
     arms = []
@@ -94,17 +95,37 @@ def grid_arms(sweep: SweepConfig) -> list[dict[str, Any]]:
             if preset is not None:
                 arm["preset"] = preset
             arms.append(arm)
+    for (name, control), seed, preset in itertools.product(
+        grid.controls.items(), grid.seeds, presets
+    ):
+        arm = {"loss": control.loss, "seed": seed, **control.params, "control": name}
+        arm["seed_offsets"] = control.seed_offsets.model_dump()
+        if preset is not None:
+            arm["preset"] = preset
+        arms.append(arm)
     return arms
 
 
 # Keys of a trial's parameters that are not loss hyper-parameters.
-_TRIAL_KEYS = ("loss", "seed", "preset", *GLOBAL_PARAMS)
+_TRIAL_KEYS = ("loss", "seed", "preset", "control", "seed_offsets", *GLOBAL_PARAMS)
+
+
+def _control_seeds(base: dict[str, Any], offsets: dict[str, int]) -> dict[str, int | None]:
+    """A control trial's `seeds`: each source with an offset moved from its seed (the base
+    trial's override of it, else the trial's seed) by that offset; the others as they were."""
+    seeds = dict(base["seeds"])
+    for source, offset in offsets.items():
+        if offset:
+            start = seeds[source] if seeds[source] is not None else base["seed"]
+            seeds[source] = start + offset
+    return seeds
 
 
 def trial_config(sweep: SweepConfig, params: dict[str, Any], trial_id: str) -> dict[str, Any]:
     """The plain-JSON TrialConfig of one trial: the sweep's base trial with the trial's loss,
     every parameter of that loss (the given ones, defaults for the others: what the trial runs
-    with, so the trials table records it), seed, preset and learning rate (validated here)."""
+    with, so the trials table records it), seed (and a control arm's name and seeds), preset and
+    learning rate (validated here)."""
     base = sweep.trial.model_dump(mode="json")
     loss = params["loss"]
     given = {k: v for k, v in params.items() if k not in _TRIAL_KEYS and v is not None}
@@ -115,6 +136,9 @@ def trial_config(sweep: SweepConfig, params: dict[str, Any], trial_id: str) -> d
         base["model"] = {**base["model"], "preset": params["preset"], "path": None}
     if "lr" in params:
         base["train"] = {**base["train"], "lr": float(params["lr"])}
+    if "control" in params:
+        base["control"] = params["control"]
+        base["seeds"] = _control_seeds(base, params.get("seed_offsets") or {})
     base["experiment"] = sweep.experiment
     base["trial_id"] = trial_id
     return TrialConfig.model_validate(base).model_dump(mode="json")

@@ -22,6 +22,7 @@ registry, `orchestrator.objectives`), and the modules that turn a sweep into tri
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -195,6 +196,32 @@ class SearchConfig(_Strict):
                     )
 
 
+class SeedOffsets(_Strict):
+    """What a control arm adds to each grid seed, per source (0 = that source keeps the seed)."""
+
+    init: int = 0
+    """Added to the model-initialisation seed."""
+    data: int = 0
+    """Added to the data seed (generated problems)."""
+    order: int = 0
+    """Added to the data-order seed."""
+
+
+class ControlArm(_Strict):
+    """A control arm: one loss (with fixed parameters) run on every grid seed (and preset) with
+    some of its seeds moved, e.g. `{loss: mle, seed_offsets: {order: 1000}}` = the same model
+    and data as the `mle` arm of each seed, another data order. Its trials keep the grid seed in
+    `seed` (so they pair with the other arms' trials of that seed) and their own seeds in
+    `seeds`; the trials table's `control` column holds the control's name."""
+
+    loss: str = "mle"
+    """A loss of `grid.losses`."""
+    params: dict[str, float | bool] = Field(default_factory=dict)
+    """Its fixed hyper-parameters (the others keep their defaults)."""
+    seed_offsets: SeedOffsets
+    """Per-source offsets from the grid seed; at least one must be non-zero."""
+
+
 class GridConfig(_Strict):
     losses: list[str] = Field(default_factory=lambda: ["mle", "del"])
     seeds: list[int] = Field(default_factory=lambda: [0])
@@ -206,6 +233,10 @@ class GridConfig(_Strict):
     """Fixed hyper-parameters per loss name, e.g. {del: {alpha: 0.01}}; a list makes one arm per
     entry (variants of one loss), e.g. {del: [{}, {distance: true}]} for DEL with and without its
     distance term. Parameters a variant does not give keep their defaults."""
+    controls: dict[str, ControlArm] = Field(default_factory=dict)
+    """Control arms by name, each run on every seed and preset beside the arms above, e.g.
+    {reorder: {loss: mle, seed_offsets: {order: 1000}}}: trajectory noise (same model and data,
+    another order) measured next to the losses' differences, paired by seed."""
 
     def variants(self, loss: str) -> list[dict[str, float | bool]]:
         """The parameter sets of `loss`'s arms (one, the defaults, when none are given)."""
@@ -226,6 +257,29 @@ class GridConfig(_Strict):
             duplicates = [v for i, v in enumerate(variants) if v in variants[:i]]
             if duplicates:
                 raise ValueError(f"grid.params.{name}: variant {duplicates[0]} is listed twice")
+        for name, control in self.controls.items():
+            self._check_control(name, control)
+
+    def _check_control(self, name: str, control: ControlArm) -> None:
+        """One `grid.controls` entry; ValueError naming the key."""
+        where = f"grid.controls.{name}"
+        if not CONTROL_NAME.fullmatch(name):
+            raise ValueError(f"{where}: a control's name is letters, digits, '_', '.', '-'")
+        if control.loss not in self.losses:
+            raise ValueError(
+                f"{where}.loss: {control.loss!r} is not in grid.losses "
+                f"({', '.join(self.losses)}); a control re-runs an arm of the grid"
+            )
+        _check_grid_variant(control.loss, control.params, f"{where}.params")
+        if not any(control.seed_offsets.model_dump().values()):
+            raise ValueError(
+                f"{where}.seed_offsets: all zero, the control would repeat the {control.loss} "
+                "arm; give e.g. {order: 1000}"
+            )
+
+
+CONTROL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""A grid control arm's name (it becomes a value of the trials table's `control` column)."""
 
 
 def _check_grid_variant(name: str, params: dict[str, Any], prefix: str) -> None:
@@ -316,6 +370,8 @@ class SweepConfig(_Strict):
                 raise ValueError(
                     f"{self.mode}.losses: unknown loss {name!r}; known: {', '.join(LOSSES)}"
                 )
+        if self.trial.control is not None:
+            raise ValueError("trial.control: set per trial by grid.controls; leave it out")
         if self.mode == "search":
             self.search.check()
         else:
