@@ -10,7 +10,8 @@ CONFIG     ?= orchestrator/configs/demo.yaml
 PYTEST_ARGS ?=
 
 .PHONY: venv demo test lint format bench docs clean smollm smollm-demo \
-	study-del study-del-report study-scaling study-scaling-report
+	study-del study-del-report study-scaling study-scaling-report \
+	study-del-plateau study-del-plateau-report
 
 venv: $(VENV)/.installed
 
@@ -96,3 +97,18 @@ study-scaling: venv
 
 study-scaling-report: venv
 	$(RUN) $(SCALING_STUDY)/tables.py $(SCALING_RESULTS) $(SCALING_STUDY)/report
+
+PLATEAU_STUDY := studies/del_plateau
+PLATEAU_PILOT := $(PLATEAU_STUDY)/pilot/results
+PLATEAU_RESULTS := $(PLATEAU_STUDY)/results
+
+# Study 3: the pilot (complete: skipped), the registered main run, compaction, the report.
+study-del-plateau: venv
+	$(RUN) -m orchestrator sweep $(PLATEAU_STUDY)/pilot/pilot.yaml --results $(PLATEAU_PILOT); $(SWEPT)
+	$(RUN) -m orchestrator sweep $(PLATEAU_STUDY)/main.yaml --results $(PLATEAU_RESULTS); $(SWEPT)
+	$(RUN) -m orchestrator compact del-plateau-pilot --results $(PLATEAU_PILOT)
+	$(RUN) -m orchestrator compact del-plateau-main --results $(PLATEAU_RESULTS)
+	$(MAKE) study-del-plateau-report
+
+study-del-plateau-report: venv
+	$(RUN) $(PLATEAU_STUDY)/tables.py $(PLATEAU_PILOT) $(PLATEAU_RESULTS) $(PLATEAU_STUDY)/report

@@ -12,14 +12,16 @@ from orchestrator.cli import main
 from orchestrator.sweep_file import SweepConfig, SweepFileError, apply_override, load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = sorted((ROOT / "orchestrator" / "configs").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "orchestrator" / "configs").glob("*.yaml")) + sorted(
+    (ROOT / "studies").glob("**/*.yaml")
+)
 
 
 def test_there_are_shipped_configs():
     assert any(p.name == "demo.yaml" for p in SHIPPED)
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_config_validates(path):
     sweep = load_sweep(path)
     assert isinstance(sweep, SweepConfig)

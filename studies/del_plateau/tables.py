@@ -1,0 +1,266 @@
+"""Study 3's tables, verdicts and figures, from its results store alone
+(`make study-del-plateau-report`):
+
+    python studies/del_plateau/tables.py RESULTS OUT
+
+Every number in the study's README comes from one of these `python -m analysis` commands; each is
+written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision), and
+OUT/index.txt lists the commands. The verdict rules are the pre-registered ones (README,
+"Hypotheses"), applied in `verdicts` through analysis/family_rules.py, which names its rule.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from analysis.__main__ import run as analysis_run
+from analysis.__main__ import save
+from analysis.family_rules import Component, FamilyVerdict, all_of, any_of
+from analysis.store import open_store
+
+PILOT = "del-plateau-pilot"
+MAIN = "del-plateau-main"
+ALPHA = 0.05
+"""The pre-registered significance level of every test."""
+SESOI = 0.02
+"""The smallest effect of interest, in digit accuracy (the equivalence margin of the TOSTs)."""
+PRIMARY = "eval/test/digit_acc"
+SUMMARY = "last:3"
+"""The registered per-trial summary: the mean of the last three evaluations (steps 5600-6000)."""
+DOSES = {"del (alpha=0.01)": 0.01, "del (alpha=0.2)": 0.2}
+"""The DEL arms (arm label -> alpha)."""
+CONTROL = "mle (control=reorder)"
+"""The null-perturbation control: MLE with the same initialisation and problems, another order."""
+SECONDARY_CURVE = ["eval/extra/digit_acc", "eval/test/ce", "eval/test/digit_entropy"]
+"""Secondary teacher-forced metrics, summarised as the primary (last:3)."""
+SECONDARY_FINAL = [
+    "gen/mathgen/exact_match",
+    "gen/mathgen/log_error",
+    "gen/mathgen_extra/exact_match",
+    "gen/mathgen_extra/log_error",
+]
+"""Secondary generation metrics (generated once, at the last step: the final value)."""
+
+
+def run(out: Path, name: str, args: list[str], index: list[str]) -> dict[str, Any]:
+    """One analysis command, saved as OUT/<name>.md and OUT/<name>.json; its JSON."""
+    save(args, out / name)
+    index.append(f"{name}: python -m analysis {shlex.join(args)}")
+    return json.loads((out / f"{name}.json").read_text())
+
+
+def records(result: dict[str, Any], arm: str, metric: str) -> dict[str, Any] | None:
+    """The one paired-test record of `arm` on `metric` in an ablation JSON, or None."""
+    found = [
+        r
+        for t in result["tables"]
+        for r in t.get("records") or []
+        if r.get("arm") == arm and r.get("metric") == metric and r.get("baseline_arm")
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def component(record: dict[str, Any] | None, name: str, p_key: str = "p") -> Component:
+    """A family component from an ablation record (no record or no test: p None)."""
+    if record is None:
+        return Component(name, +1, None, None)
+    return Component(name, +1, record.get("mean_diff"), record.get(p_key))
+
+
+def tost_component(record: dict[str, Any] | None, name: str) -> Component:
+    """A TOST as a family component: its claim (|Δ| < SESOI) has no sign, so the estimate is the
+    margin left, SESOI − |Δ|, predicted positive; a TOST p < α implies it is."""
+    if record is None or record.get("mean_diff") is None:
+        return Component(name, +1, None, None)
+    return Component(name, +1, SESOI - abs(record["mean_diff"]), record.get("tost_p"))
+
+
+def verdicts(
+    greater: dict[str, Any], less: dict[str, Any], control: dict[str, Any]
+) -> dict[str, Any]:
+    """The pre-registered verdicts from the three primary ablation JSONs (one-sided `greater`
+    with TOST, one-sided `less`, and the control's TOST): README, "Hypotheses"."""
+    helps = any_of([component(records(greater, arm, PRIMARY), arm) for arm in DOSES], ALPHA)
+    # "against": DEL significantly below MLE (one-sided `less`, Holm over the two doses); the
+    # component's prediction is "lower", so a significant `less` test reads "as predicted" there.
+    hurts = any_of(
+        [Component(c.name, -1, c.estimate, c.p) for c in _components(less)],
+        ALPHA,
+    )
+    tost = all_of([tost_component(records(greater, arm, PRIMARY), arm) for arm in DOSES], ALPHA)
+    per_dose = {arm: _dose(arm, greater, less, helps, hurts, tost) for arm in DOSES}
+    if hurts.verdict == "supported":
+        h1 = "not supported"
+    else:
+        h1 = "supported" if helps.verdict == "supported" else "inconclusive"
+    h2 = "supported" if tost.verdict == "supported" else "inconclusive"
+    ctrl = records(control, CONTROL, PRIMARY)
+    h3 = (
+        "no test"
+        if ctrl is None or ctrl.get("tost_p") is None
+        else ("equivalent" if ctrl["tost_p"] < ALPHA else "not shown equivalent")
+    )
+    return {
+        "H1": {"verdict": h1, "helps": _family(helps), "hurts": _family(hurts)},
+        "H2": {"verdict": h2, "tost": _family(tost)},
+        "H3": {"verdict": h3, "record": ctrl},
+        "doses": per_dose,
+        "answer": answer(h1, h2, per_dose),
+    }
+
+
+def _components(result: dict[str, Any]) -> list[Component]:
+    return [component(records(result, arm, PRIMARY), arm) for arm in DOSES]
+
+
+def _family(v: FamilyVerdict) -> dict[str, Any]:
+    return {"rule": v.rule, "verdict": v.verdict, "results": v.results, "p_used": v.p_used}
+
+
+def _dose(
+    arm: str,
+    greater: dict[str, Any],
+    less: dict[str, Any],
+    helps: FamilyVerdict,
+    hurts: FamilyVerdict,
+    tost: FamilyVerdict,
+) -> dict[str, Any]:
+    """One dose's status: better / worse (Holm over the doses, one-sided) / equivalent (TOST)."""
+    r = records(greater, arm, PRIMARY) or {}
+    better = helps.results.get(arm) == "as predicted"
+    worse = hurts.results.get(arm) == "as predicted"
+    equivalent = tost.results.get(arm) == "as predicted"
+    if worse:
+        status = "worse"
+    elif better and equivalent:
+        status = "better, by less than the SESOI"
+    elif better:
+        status = "better"
+    elif equivalent:
+        status = "equivalent"
+    else:
+        status = "inconclusive"
+    return {
+        "status": status,
+        "mean_diff": r.get("mean_diff"),
+        "n_pairs": r.get("n_pairs"),
+        "p_greater": r.get("p"),
+        "p_greater_holm": helps.p_used.get(arm),
+        "p_less_holm": hurts.p_used.get(arm),
+        "tost_p": r.get("tost_p"),
+        "ci90": [r.get("tost_ci_low"), r.get("tost_ci_high")],
+    }
+
+
+def answer(h1: str, h2: str, doses: dict[str, Any]) -> str:
+    """The study's one-line answer to "does DEL beat MLE at this scale?"."""
+    better = [a for a, d in doses.items() if d["status"].startswith("better")]
+    if h1 == "supported":
+        return "yes: DEL beats MLE at " + ", ".join(better)
+    if h1 == "not supported":
+        worse = [a for a, d in doses.items() if d["status"] == "worse"]
+        return "no: DEL is worse than MLE at " + ", ".join(worse)
+    if h2 == "supported":
+        return f"no: DEL is equivalent to MLE within ±{SESOI} at both doses"
+    return "undecided: neither a significant difference nor an equivalence at both doses"
+
+
+def write_verdicts(out: Path, v: dict[str, Any]) -> None:
+    """OUT/verdicts.json (everything) and OUT/verdicts.md (a line per dose and hypothesis)."""
+    (out / "verdicts.json").write_text(json.dumps(v, indent=1, default=str))
+    lines = [
+        f"Answer: {v['answer']}",
+        "",
+        f"H1 (DEL beats MLE at some dose; {v['H1']['helps']['rule']}): {v['H1']['verdict']}",
+        f"H2 (DEL equivalent to MLE within ±{SESOI} at both doses; {v['H2']['tost']['rule']}): "
+        f"{v['H2']['verdict']}",
+        f"H3 (the reorder control equivalent to MLE within ±{SESOI}): {v['H3']['verdict']}",
+        "",
+        "| arm − mle | status | Δ mean | pairs | p (>, raw) | p (>, Holm) | p (<, Holm) | "
+        "TOST p | 90% CI |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for arm, d in v["doses"].items():
+        cells = [_g(d["mean_diff"], "+.4f"), str(d["n_pairs"]), _g(d["p_greater"], ".3g")]
+        cells += [_g(d["p_greater_holm"], ".3g"), _g(d["p_less_holm"], ".3g")]
+        cells += [_g(d["tost_p"], ".3g"), "[" + ", ".join(_g(x, "+.4f") for x in d["ci90"]) + "]"]
+        lines.append("| " + " | ".join([arm, d["status"], *cells]) + " |")
+    (out / "verdicts.md").write_text("\n".join(lines) + "\n")
+
+
+def _g(x: float | None, spec: str) -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def primary(out: Path, root: str, index: list[str]) -> dict[str, Any]:
+    """The primary tests (README, "Hypotheses") and their verdicts."""
+    base = ["ablation", root, "--experiment", MAIN, "--value", SUMMARY, "--metrics", PRIMARY]
+    doses = [a for arm in DOSES for a in ("--arms", arm)]
+    family = ["--family", "all"]
+    tost = ["--equivalence", str(SESOI)]
+    greater = run(
+        out, "primary", [*base, *doses, *family, "--alternative", "greater", *tost], index
+    )
+    less = run(out, "primary_less", [*base, *doses, *family, "--alternative", "less"], index)
+    control = run(out, "control", [*base, "--arms", CONTROL, *tost], index)
+    v = verdicts(greater, less, control)
+    write_verdicts(out, v)
+    return v
+
+
+def secondary(out: Path, root: str, index: list[str]) -> None:
+    """The secondary table (two-sided, Holm over each command's table), the accuracy-adjusted
+    digit entropy, the power reached, the plateau check and the DEL term's share of the loss."""
+    main = ["ablation", root, "--experiment", MAIN]
+    curve = [*main, "--value", SUMMARY, "--metrics", ",".join(SECONDARY_CURVE), "--family", "all"]
+    run(out, "secondary_curve", curve, index)
+    final = [*main, "--metrics", ",".join(SECONDARY_FINAL), "--family", "all"]
+    run(out, "secondary_final", final, index)
+    entropy = [*main, "--value", SUMMARY, "--metrics", "eval/test/digit_entropy"]
+    run(out, "entropy_adjusted", [*entropy, "--adjust-for", PRIMARY], index)
+    power = ["power", root, "--experiment", MAIN, "--metric", PRIMARY, "--value", SUMMARY]
+    run(out, "power_reached", [*power, "--delta", str(SESOI), "--one-sided"], index)
+    plateau = ["plateau", root, "--experiment", MAIN, "--metric", PRIMARY, "--last", "3"]
+    run(out, "plateau", plateau, index)
+    share = [*main, "--value", "auc:5000-6000", "--metrics", "train/aux,train/loss,train/ce"]
+    run(out, "del_term", share, index)
+
+
+def pilot(out: Path, root: str, index: list[str]) -> None:
+    """The pilot's plateau check and power analysis, as the registration used them."""
+    plateau = ["plateau", root, "--experiment", PILOT, "--metric", PRIMARY]
+    run(out, "pilot_plateau_last3", [*plateau, "--last", "3"], index)
+    run(out, "pilot_plateau_last5", [*plateau, "--last", "5"], index)
+    metrics = ["--metric", PRIMARY, "--metric", "eval/extra/digit_acc"]
+    metrics += ["--metric", "gen/mathgen/exact_match"]
+    values = ["--value", "final,last:3,last:5,auc,auc:4000-6000"]
+    power = ["power", root, "--experiment", PILOT, *metrics, *values, "--delta", str(SESOI)]
+    run(out, "pilot_power", [*power, "--one-sided"], index)
+    run(out, "pilot_power_holm", [*power, "--one-sided", "--alpha", str(ALPHA / 2)], index)
+    share = ["ablation", root, "--experiment", PILOT, "--value", "auc:5000-6000"]
+    run(out, "pilot_del_term", [*share, "--metrics", "train/aux,train/loss,train/ce"], index)
+
+
+def main(pilot_root: str, root: str, out_dir: str) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    index: list[str] = []
+    pilot(out, pilot_root, index)
+    if Path(root).is_dir() and MAIN in open_store(root).experiments:
+        primary(out, root, index)
+        secondary(out, root, index)
+        analysis_run(["report", root, "--experiment", MAIN, "-o", str(out / "main")])
+        index.append(f"main/index.html: python -m analysis report {root} --experiment {MAIN}")
+    else:
+        index.append(f"not in the store (not run yet): {MAIN}")
+    (out / "index.txt").write_text("\n".join(index) + "\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])
