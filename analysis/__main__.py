@@ -237,15 +237,14 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             **statuses,
         )
     elif args.command == "scaling":
-        from analysis.scaling import scaling
+        from analysis.scaling import ScalingSettings, scaling
 
-        result = scaling(
-            store,
+        settings = ScalingSettings(
             metrics=_split_list(args.metrics) or None,
             axes=_split_list(args.axis) or None,
             params=args.params,
             value=_parse_or_exit(parse_value, args.value),
-            by=by,
+            by=tuple(by),
             aggregate=args.aggregate,
             lr=args.lr,
             select_by=args.select_by,
@@ -254,6 +253,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             level=level,
             **statuses,
         )
+        result = scaling(store, settings)
     elif args.command == "search":
         from analysis.search import search
 

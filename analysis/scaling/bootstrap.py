@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.powerlaw import MIN_BOOTSTRAP_POINTS, MIN_SIZES, distinct_per_row
+from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, MIN_SIZES, distinct_per_row
 
 
 @dataclass(frozen=True)
