@@ -161,6 +161,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument(
+        "--fit-bootstrap",
+        type=int,
+        default=200,
+        help="bootstrap resamples of the robust (Huber) fit and of the paired comparison of "
+        "prediction errors (each refits every form)",
+    )
+    p.add_argument(
+        "--gate",
+        action="store_true",
+        help="only the sanity gate: held-out CE falls with N (adjacent sizes by more than two "
+        "pooled seed sds) and every size's best lr lies inside its grid",
+    )
 
     p = add("search", "best trials, parameter importance, Pareto front")
     p.add_argument(
@@ -251,6 +264,8 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             n_boot=args.bootstrap,
             seed=args.seed,
             level=level,
+            n_boot_fit=args.fit_bootstrap,
+            gate_only=args.gate,
             **statuses,
         )
         result = scaling(store, settings)

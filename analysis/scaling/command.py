@@ -3,6 +3,7 @@ EE, and assemble the tables (see the package docstring for what each holds)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,6 +17,7 @@ from analysis.scaling import tables
 from analysis.scaling.bootstrap import r2_difference
 from analysis.scaling.compare import verdict_record
 from analysis.scaling.fits import Fits, fit_both, plain_record, saturating_record
+from analysis.scaling.gate import gate, gate_lines
 from analysis.scaling.points import (
     PARAM_METRICS,
     SIZE_KEY,
@@ -36,6 +38,8 @@ from analysis.store import ResultsError, Store, current_trials, metric_names, tr
 from analysis.table import Result
 
 CE, EE = "ce", "error_entropy"
+CE_METRIC = re.compile(r"^eval/[^/]+/ce$")
+"""Held-out CE of a split: what the sanity gate checks."""
 
 
 def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any) -> Result:
@@ -84,19 +88,37 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
     if data.frame.height == 0:
         result.notes.append("no trial has both a size and a value of these metrics: no fits")
         return result
+    result.header.append(trial_summary(trials))
+    if _add_gate(result, data, chosen, s.gate_only):
+        return result
     axes = list(s.axes or default_axes(data.frame, data.group_columns, has_tokens, result.notes))
     result.settings["axes"] = axes
-    result.header += [trial_summary(trials), *_method_lines(s, n_metric, axes)]
+    result.header += _method_lines(s, n_metric, axes)
     if data.lr_records is not None:
         result.tables.append(tables.lr_table(data.lr_records, data.group_columns))
     _fit_all(result, data, chosen, axes, s)
     return result
 
 
+def _add_gate(result: Result, data: TrialValues, chosen: list[str], only: bool) -> bool:
+    """The sanity gate's lines and tables, when held-out CE is among the metrics; True when the
+    run is the gate alone (--gate)."""
+    if not any(CE_METRIC.match(m) for m in chosen):
+        result.notes.append("no sanity gate: no held-out CE (eval/<split>/ce) among the metrics")
+        return only
+    found = gate(data.frame, data.group_columns, data.lr_records)
+    result.header += gate_lines(found, data.group_columns)
+    result.tables += tables.gate_tables(found, data.group_columns)
+    result.settings["gate_passed"] = found["passed"]
+    return only
+
+
 def _chosen_metrics(s: ScalingSettings, available: list[str]) -> list[str]:
-    """The metrics asked for, or CE and its decomposition of every split; checks that --value
-    best has a direction for each."""
-    if s.metrics:
+    """The metrics asked for, or CE and its decomposition of every split (CE alone for the
+    gate); checks that --value best has a direction for each."""
+    if s.gate_only:
+        chosen = [f"eval/{x}/ce" for x in splits(available) if f"eval/{x}/ce" in available]
+    elif s.metrics:
         chosen = resolve(list(s.metrics), available)
     else:
         have = set(available)

@@ -10,6 +10,7 @@ import polars as pl
 
 from analysis.arms import plain_value
 from analysis.metric_registry import direction
+from analysis.scaling.rules import lr_position
 from analysis.selection import ValueSpec, select_values
 from analysis.store import ResultsError
 
@@ -59,6 +60,8 @@ def best_lr(
             "mean": r["_score"],
             "trials": r["trials"],
             "lrs_tried": list(r["lrs"]),
+            "lr_position": lr_position(r["lr"], list(r["lrs"])),
+            "lr_at_edge": lr_position(r["lr"], list(r["lrs"])) != "inside",
         }
         for r in best.iter_rows(named=True)
     ]
@@ -66,4 +69,10 @@ def best_lr(
         f"the learning rate varies: per size only the trials of the lr with the best mean "
         f"{select_by} are fitted (table scaling_lr; --lr pool averages over every lr instead)"
     )
+    edge = [f"{r['model']} ({r['lr_position']})" for r in records if r["lr_at_edge"]]
+    if edge:
+        note += (
+            f"; best lr at the edge of its grid for {len(edge)} of {len(records)} sizes: "
+            f"{', '.join(edge)} (the best may lie outside the grid)"
+        )
     return kept, records, note

@@ -68,3 +68,31 @@ def ce_ee_verdict(
 def trend(low: float, high: float) -> str:
     """A slope's direction from its interval: falls, rises, or no clear trend."""
     return "falls" if high < 0 else "rises" if low > 0 else "no clear trend (CI covers 0)"
+
+
+def lr_position(best: float | None, tried: list[float]) -> str:
+    """Where a size's chosen learning rate lies in the grid it tried: "inside" (a smaller and a
+    larger rate were tried and did worse), "lowest" or "highest" (at an edge of the grid: the
+    best may lie beyond it), "only one tried" (no grid), or "unknown" (no lr recorded)."""
+    grid = sorted(v for v in tried if v is not None)
+    if best is None or not grid:
+        return "unknown"
+    if len(grid) == 1:
+        return "only one tried"
+    if best <= grid[0]:
+        return "lowest"
+    if best >= grid[-1]:
+        return "highest"
+    return "inside"
+
+
+GATE_SDS = 2.0
+"""The sanity gate's separation: adjacent sizes' mean CEs must differ by more than this many
+pooled seed standard deviations."""
+
+
+def step_separated(drop: float, pooled_sd: float | None) -> bool:
+    """A step to the next larger size passes the gate when CE falls by more than GATE_SDS pooled
+    seed sds: mean_CE(N_i) − mean_CE(N_{i+1}) > GATE_SDS · s_pooled. Without a seed sd (one
+    seed per size) no step passes: the separation cannot be shown."""
+    return pooled_sd is not None and drop > GATE_SDS * pooled_sd

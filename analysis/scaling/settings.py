@@ -90,4 +90,6 @@ class ScalingSettings:
             "lr": self.lr,
             "bootstrap": self.n_boot,
             "seed": self.seed,
+            "fit_bootstrap": self.n_boot_fit,
+            "gate_only": self.gate_only,
         }

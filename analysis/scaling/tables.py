@@ -234,6 +234,7 @@ def lr_table(records: list[Record], gcols: list[str]) -> Table:
         Column(f"mean {select_by}", lambda r: fmt(r["mean"])),
         Column("seeds", lambda r: str(r["trials"])),
         Column("lrs tried", lambda r: ", ".join(format_value(v) for v in r["lrs_tried"])),
+        Column("in grid", lambda r: r["lr_position"]),
     ]
     return records_table(
         "scaling_lr",
@@ -253,3 +254,59 @@ def points_table(records: list[Record]) -> Table:
         data=pl.DataFrame(records, infer_schema_length=None),
         show=False,
     )
+
+
+def _yes_no(ok: bool) -> str:
+    return "pass" if ok else "FAIL"
+
+
+def gate_tables(found: dict[str, Any], gcols: list[str]) -> list[Table]:
+    """The sanity gate: its summary, every adjacent step of sizes, every size's learning rate."""
+    lead = [*(value(c) for c in gcols), value("split"), Column("at", lambda r: r["at"] or "")]
+    summary = [
+        *lead,
+        value("sizes", str),
+        Column("CE per size (by N)", lambda r: ", ".join(fmt(m, 3) for m in r["ce_means"])),
+        Column("pooled seed sd", lambda r: fmt(r["pooled_sd"], 3)),
+        Column("steps separated", lambda r: f"{r['steps_separated']}/{r['steps']}"),
+        Column("lr inside grid", lambda r: f"{r['lr_inside']}/{r['lr_sizes']}"),
+        Column("gate", lambda r: _yes_no(r["passed"])),
+    ]
+    steps = [
+        *lead,
+        Column("step", lambda r: f"{format_value(r['from'])} → {format_value(r['to'])}"),
+        Column("N", lambda r: f"{r['N_from']:.4g} → {r['N_to']:.4g}"),
+        Column("CE", lambda r: f"{fmt(r['ce_from'])} → {fmt(r['ce_to'])}"),
+        Column("seeds", lambda r: f"{r['seeds_from']}, {r['seeds_to']}"),
+        Column("drop", lambda r: fmt(r["drop"], 3)),
+        Column("> 2·s_pooled", lambda r: fmt(r["threshold"], 3)),
+        Column("separated", lambda r: _yes_no(r["separated"])),
+    ]
+    lr = [
+        *(value(c) for c in gcols),
+        value("model"),
+        Column("N", lambda r: f"{r['N']:.4g}"),
+        Column("lr", lambda r: DASH if r["lr"] is None else format_value(r["lr"])),
+        Column("lrs tried", lambda r: ", ".join(format_value(v) for v in r["lrs_tried"]) or DASH),
+        value("lr_position"),
+        Column("inside", lambda r: _yes_no(r["inside"])),
+    ]
+    lr[-2] = Column("in grid", lr[-2].cell)
+    return [
+        records_table(
+            "scaling_gate",
+            "sanity gate: CE falls with N (every step by > 2 pooled seed sds) and every best lr "
+            "lies inside its grid",
+            summary,
+            found["summary"],
+        ),
+        records_table(
+            "scaling_gate_steps",
+            "gate: held-out CE from each size to the next larger one (means over seeds)",
+            steps,
+            found["steps"],
+        ),
+        records_table(
+            "scaling_gate_lr", "gate: each size's chosen learning rate in its grid", lr, found["lr"]
+        ),
+    ]
