@@ -162,11 +162,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument(
+        "--robust",
+        action="store_true",
+        help="also the saturating form by Huber loss on log residuals (grid of starts, bootstrap "
+        "over (size, seed) units) and CE vs EE by a paired bootstrap of prediction errors (slow)",
+    )
+    p.add_argument(
         "--fit-bootstrap",
         type=int,
-        default=200,
-        help="bootstrap resamples of the robust (Huber) fit and of the paired comparison of "
-        "prediction errors (each refits every form)",
+        default=100,
+        help="bootstrap resamples of --robust's intervals (each refits every form)",
     )
     p.add_argument(
         "--gate",
@@ -264,6 +269,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             n_boot=args.bootstrap,
             seed=args.seed,
             level=level,
+            robust=args.robust,
             n_boot_fit=args.fit_bootstrap,
             gate_only=args.gate,
             **statuses,

@@ -26,11 +26,13 @@ from analysis.scaling.points import (
     aggregate_points,
     compute_frontier,
     default_axes,
+    line_trials,
     lines,
     paired,
     trial_values,
 )
 from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, distinct_count
+from analysis.scaling.robust import Units, huber_record, prediction_records
 from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.share import share_figure, share_records, trend_record
 from analysis.seed_stats import t_quantile
@@ -171,6 +173,8 @@ class _Collected:
     verdict: list[dict[str, Any]] = field(default_factory=list)
     share: list[dict[str, Any]] = field(default_factory=list)
     trend: list[dict[str, Any]] = field(default_factory=list)
+    huber: list[dict[str, Any]] = field(default_factory=list)
+    prediction: list[dict[str, Any]] = field(default_factory=list)
     figure: list[dict[str, Any]] = field(default_factory=list)
     share_figure: list[dict[str, Any]] = field(default_factory=list)
 
@@ -214,7 +218,7 @@ def _fit_all(
         for axis in axes:
             for at, pts in lines(points_of[axis].get(key, empty[axis]), axis):
                 line = _Line(record, label, at, axis)
-                fitted = _fit_line(out, line, pts, chosen, s)
+                fitted = _fit_line(out, line, pts, trials_of[key], chosen, s)
                 for split in dict.fromkeys(
                     m.split("/")[1] for m in fitted if m.startswith("eval/")
                 ):
@@ -226,7 +230,12 @@ def _fit_all(
 
 
 def _fit_line(
-    out: _Collected, line: _Line, pts: pl.DataFrame, chosen: list[str], s: ScalingSettings
+    out: _Collected,
+    line: _Line,
+    pts: pl.DataFrame,
+    gtrials: pl.DataFrame,
+    chosen: list[str],
+    s: ScalingSettings,
 ) -> dict[str, tuple[Fits, pl.DataFrame]]:
     """Both forms for each metric of one line; their records and figure series."""
     fitted: dict[str, tuple[Fits, pl.DataFrame]] = {}
@@ -242,14 +251,23 @@ def _fit_line(
         n, m = mpts["x"].to_numpy(), mpts["y"].to_numpy()
         fits = fit_both(n, m, n_boot=s.n_boot, level=s.level, seed=s.seed)
         fitted[metric] = (fits, mpts)
-        _add_fit(out, line, metric, mpts, fits, s.level)
+        key = _add_fit(out, line, metric, mpts, fits, s.level)
+        if not s.robust:
+            continue
+        units = Units.of(line_trials(gtrials, metric, line.axis, mpts), "value")
+        robust = huber_record(
+            units, means=s.aggregate == "size", n_boot=s.n_boot_fit, level=s.level, seed=s.seed
+        )
+        plain = {f"plain_{k}": out.plain[-1][k] for k in ("a", "a_ci_low", "a_ci_high")}
+        out.huber.append({**key, **robust, **plain})
     return fitted
 
 
 def _add_fit(
     out: _Collected, line: _Line, metric: str, pts: pl.DataFrame, fits: Fits, level: float
-) -> None:
-    """The records of one (group, line, metric) in the plain, saturating and points tables."""
+) -> dict[str, Any]:
+    """The records of one (group, line, metric) in the plain, saturating and points tables;
+    returns their common key."""
     key = {
         **line.group,
         "metric": metric,
@@ -290,6 +308,7 @@ def _add_fit(
             "saturating": fits.saturating,
         }
     )
+    return key
 
 
 def _half_widths(pts: pl.DataFrame, level: float) -> list[float | None]:
@@ -329,6 +348,13 @@ def _add_verdict(
     )
     key = {**line.group, "split": split, "axis": line.axis, "at": line.at or None}
     out.verdict.append({**key, "sizes": len(strata), **verdict_record(ce[0], ee[0], diff, s.level)})
+    if s.robust:
+        units = Units.of(pairs, "ce", "ee")
+        means = s.aggregate == "size"
+        found = prediction_records(
+            units, means=means, n_boot=s.n_boot_fit, level=s.level, seed=s.seed
+        )
+        out.prediction += [{**key, "sizes": len(strata), **r} for r in found]
     if line.axis != first_axis:
         return
     shares = share_records(strata, s.level)
@@ -358,6 +384,10 @@ def _append_tables(result: Result, out: _Collected, gcols: list[str], level: flo
         result.tables.append(tables.share_table(out.share, gcols, pct))
     if out.trend:
         result.tables.append(tables.trend_table(out.trend, gcols, pct))
+    if out.huber:
+        result.tables.append(tables.huber_table(out.huber, gcols, pct))
+    if out.prediction:
+        result.tables.append(tables.prediction_table(out.prediction, gcols, pct))
     result.tables.append(tables.points_table(out.points))
     if out.plain and all(r["a"] is None for r in out.plain):
         result.notes.append("no group has enough sizes for a fit (3 or more distinct sizes needed)")

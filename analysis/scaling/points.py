@@ -265,3 +265,16 @@ def paired(gtrials: pl.DataFrame, ce_m: str, ee_m: str, axis: str) -> pl.DataFra
         return wide.clear()
     wide = wide.drop_nulls(["ce", "ee", "x"]).filter((pl.col("x") > 0) & (pl.col("ce") != 0))
     return wide.sort(["x", *SIZE_KEY, "experiment", "trial_id"], nulls_last=True)
+
+
+def line_trials(gtrials: pl.DataFrame, metric: str, axis: str, pts: pl.DataFrame) -> pl.DataFrame:
+    """The trials behind one line's points of one metric: x and value per trial, only the sizes
+    the points hold (a C frontier drops some), sorted by size."""
+    return (
+        gtrials.filter(pl.col("metric") == metric)
+        .with_columns(axis_values(gtrials, axis).alias("x"))
+        .join(pts.select(SIZE_KEY), on=list(SIZE_KEY), how="semi", nulls_equal=True)
+        .drop_nulls(["x", "value"])
+        .filter(pl.col("x") > 0)
+        .sort(["x", *SIZE_KEY, "experiment", "trial_id"], nulls_last=True)
+    )

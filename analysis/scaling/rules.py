@@ -96,3 +96,11 @@ def step_separated(drop: float, pooled_sd: float | None) -> bool:
     seed sds: mean_CE(N_i) − mean_CE(N_{i+1}) > GATE_SDS · s_pooled. Without a seed sd (one
     seed per size) no step passes: the separation cannot be shown."""
     return pooled_sd is not None and drop > GATE_SDS * pooled_sd
+
+
+def smaller_error(low: float | None, high: float | None) -> str:
+    """Which metric predicts better from the interval of its error difference EE − CE: "EE"
+    when the interval lies below 0, "CE" above, else "no clear difference"."""
+    if low is None or high is None:
+        return "no interval"
+    return "EE" if high < 0 else "CE" if low > 0 else "no clear difference"

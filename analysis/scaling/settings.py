@@ -47,10 +47,15 @@ class ScalingSettings:
     """Seed of every bootstrap (--seed)."""
     level: float = 0.95
     """Confidence level of every interval (--level)."""
-    n_boot_fit: int = 200
-    """Bootstrap resamples of the robust (Huber) fit's intervals and of the paired comparison of
-    CE's and EE's prediction errors (--fit-bootstrap): each resample refits every form, so fewer
-    than --bootstrap."""
+    robust: bool = False
+    """Also the field's fits (--robust): the saturating form by Huber loss on log residuals from
+    a grid of starts with bootstrap intervals over (size, seed) units (table scaling_huber), and
+    CE against EE by a paired bootstrap of leave-one-size-out and extrapolation errors (table
+    scaling_prediction). Off by default: every resample refits every form (TNC, ~15–60 ms a
+    refit here), about 1–4 minutes for study 2's 16 metrics at 100 resamples on this machine."""
+    n_boot_fit: int = 100
+    """Bootstrap resamples of the robust fit's intervals and of the paired comparison of
+    prediction errors (--fit-bootstrap)."""
     gate_only: bool = False
     """Only the sanity gate (--gate): CE falls with N at the chosen learning rates, and each
     size's best learning rate lies inside its grid."""
@@ -90,6 +95,7 @@ class ScalingSettings:
             "lr": self.lr,
             "bootstrap": self.n_boot,
             "seed": self.seed,
+            "robust": self.robust,
             "fit_bootstrap": self.n_boot_fit,
             "gate_only": self.gate_only,
         }

@@ -310,3 +310,69 @@ def gate_tables(found: dict[str, Any], gcols: list[str]) -> list[Table]:
             "scaling_gate_lr", "gate: each size's chosen learning rate in its grid", lr, found["lr"]
         ),
     ]
+
+
+def huber_table(records: list[Record], gcols: list[str], pct: str) -> Table:
+    """The saturating form by the Huber loss (Chinchilla's approach 3), the plain exponent
+    beside it."""
+    columns = [
+        *_fit_lead(gcols),
+        Column(f"E ({pct} CI)", _interval("E", "E_ci_low", "E_ci_high")),
+        Column(f"α ({pct} CI)", _interval("alpha", "alpha_ci_low", "alpha_ci_high")),
+        Column("A", lambda r: fmt(r["A"])),
+        Column(f"plain a ({pct} CI)", _interval("plain_a", "plain_a_ci_low", "plain_a_ci_high")),
+        Column("LOO err", lambda r: fmt_pct(r["loo_error"])),
+        Column("extrap. err", lambda r: fmt_pct(r["extrapolation_error"], signed=True)),
+        Column(
+            "starts at the optimum",
+            lambda r: DASH if r["starts"] is None else f"{r['starts_agreeing']}/{r['starts']}",
+        ),
+        Column("remark", lambda r: r["remark"] or ""),
+    ]
+    return records_table(
+        "scaling_huber",
+        "saturating form M = E + A·N^−α by Huber loss (δ = 1e-3) on log M, a grid of starts; "
+        "intervals: bootstrap over (size, seed) units",
+        columns,
+        records,
+    )
+
+
+def prediction_table(records: list[Record], gcols: list[str], pct: str) -> Table:
+    """CE against EE by their prediction errors, per form, with paired bootstrap intervals."""
+    columns = [
+        *(value(c) for c in gcols),
+        value("split"),
+        value("axis"),
+        Column("at", lambda r: r["at"] or ""),
+        value("sizes", str),
+        value("form"),
+        Column("LOO CE / EE", _pair("loo_ce", "loo_ee", fmt_pct)),
+        Column(
+            f"ΔLOO EE − CE ({pct} CI)",
+            lambda r: (
+                _interval("loo_diff", "loo_diff_ci_low", "loo_diff_ci_high", 3)(r)
+                if "loo_diff" in r
+                else DASH
+            ),
+        ),
+        Column("|extrap.| CE / EE", _pair("extrap_ce", "extrap_ee", fmt_pct)),
+        Column(
+            f"Δ|extrap.| EE − CE ({pct} CI)",
+            lambda r: (
+                _interval("extrap_diff", "extrap_diff_ci_low", "extrap_diff_ci_high", 3)(r)
+                if "extrap_diff" in r
+                else DASH
+            ),
+        ),
+        Column("LOO favours", lambda r: r["loo_favours"] or DASH),
+        Column("extrap. favours", lambda r: r["extrap_favours"] or DASH),
+        Column("remark", lambda r: r["remark"] or ""),
+    ]
+    return records_table(
+        "scaling_prediction",
+        "CE against EE by prediction error (leave-one-size-out; extrapolation to the largest "
+        "size), EE − CE with paired bootstrap intervals over (size, seed) units",
+        columns,
+        records,
+    )
