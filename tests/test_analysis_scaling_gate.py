@@ -157,3 +157,12 @@ def test_committed_study_2_store_fails_the_gate(capsys: pytest.CaptureFixture[st
     assert not mle["passed"] and mle["steps_separated"] == 3 and mle["lr_inside"] == 0
     assert not doc["settings"]["gate_passed"]
     assert doc["header"][2] == "sanity gate: FAIL"
+
+
+def test_one_size_fails_the_gate_and_says_why(tmp_path: Path) -> None:
+    one = {k: v for k, v in grid(FALLING).items() if k[0] == "a"}
+    result = scaling(open_store(write_store(tmp_path, one)))
+    assert result.header[2:4] == [
+        "sanity gate: FAIL",
+        "gate loss=mle test: FAIL; one size (CE 2.02): nothing to scale",
+    ]

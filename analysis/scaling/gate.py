@@ -150,6 +150,11 @@ def gate_lines(found: dict, gcols: list[str]) -> list[str]:
         label = ", ".join(f"{c}={format_value(r[c])}" for c in gcols)
         where = " ".join(x for x in (label, r["split"], r["at"] or "") if x)
         sd = "no seed sd" if r["pooled_sd"] is None else f"2·s_pooled = {2 * r['pooled_sd']:.3g}"
+        if r["sizes"] < 2:
+            out.append(
+                f"gate {where}: FAIL; one size (CE {r['ce_means'][0]:.3g}): nothing to scale"
+            )
+            continue
         out.append(
             f"gate {where}: {'pass' if r['passed'] else 'FAIL'}; CE by N "
             f"{', '.join(f'{m:.3g}' for m in r['ce_means'])}; "
