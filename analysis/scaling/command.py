@@ -32,7 +32,7 @@ from analysis.scaling.points import (
     trial_values,
 )
 from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, distinct_count
-from analysis.scaling.robust import Units, huber_record, prediction_records
+from analysis.scaling.robust import Units, huber_record, joint_records, prediction_records
 from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.share import share_figure, share_records, trend_record
 from analysis.seed_stats import t_quantile
@@ -227,6 +227,9 @@ def _fit_all(
                         both = (fitted[ce_m], fitted[ee_m])
                         _add_verdict(out, line, split, trials_of[key], both, axes[0], s)
     _append_tables(result, out, gcols, s.level)
+    if s.robust and "D" in axes:
+        found = joint_records(frame, gcols, chosen)
+        result.tables.insert(-1, tables.joint_table(found, gcols))
 
 
 def _fit_line(

@@ -149,3 +149,96 @@ def fit_huber(
         theta=(e, a, alpha),
         remark=remark,
     )
+
+
+@dataclass(frozen=True)
+class JointFit:
+    """L(N, D) = E + A·N^−α + B·D^−β (Chinchilla's joint form) by the same Huber loss on log
+    residuals, over `n_points` (N, D) points; `agree` as in HuberFit."""
+
+    E: float
+    A: float
+    alpha: float
+    B: float
+    beta: float
+    loss: float
+    n_points: int
+    starts: int
+    agree: int
+
+    def predict(self, n: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """The fitted L at (N, D)."""
+        n, d = np.asarray(n, dtype=np.float64), np.asarray(d, dtype=np.float64)
+        return self.E + self.A * n**-self.alpha + self.B * d**-self.beta
+
+
+def _joint_scaled(theta: np.ndarray, xn: np.ndarray, xd: np.ndarray, y: np.ndarray, delta: float):
+    """Objective / δ and gradient for θ = (e, a, α, b, β), log f = LSE(e, a − α·xn, b − β·xd)."""
+    terms = np.stack(
+        [np.full_like(xn, theta[0]), theta[1] - theta[2] * xn, theta[3] - theta[4] * xd]
+    )
+    lf = np.logaddexp.reduce(terms, axis=0)  # (n,)
+    w = np.exp(terms - lf)  # (3, n): each term's share of f
+    r = lf - y
+    psi = np.clip(r, -delta, delta) / delta
+    grad = np.array(
+        [
+            np.sum(psi * w[0]),
+            np.sum(psi * w[1]),
+            -np.sum(psi * w[1] * xn),
+            np.sum(psi * w[2]),
+            -np.sum(psi * w[2] * xd),
+        ]
+    )
+    return float(np.sum(huber(r, delta))) / delta, grad
+
+
+def fit_joint(
+    n: np.ndarray, d: np.ndarray, m: np.ndarray, *, delta: float = HUBER_DELTA
+) -> JointFit:
+    """Fit L(N, D) = E + A·N^−α + B·D^−β to positive M by the Huber loss on log residuals from a
+    grid of starts; NotEnoughData below three distinct N and three distinct D."""
+    n, d, m = (np.asarray(v, dtype=np.float64) for v in (n, d, m))
+    order = np.lexsort((m, d, n))  # canonical order: the fit does not depend on the input's
+    n, d, m = n[order], d[order], m[order]
+    if distinct_count(n) < 3 or distinct_count(d) < 3:
+        raise NotEnoughData("a joint fit needs three distinct N and three distinct D")
+    if not np.all(m > 0) or m.size < 6:
+        raise NotEnoughData("a joint fit needs six or more positive values")
+    xn, xd, y = np.log(n), np.log(d), np.log(m)
+    m_min, m_mean = float(m.min()), float(m.mean())
+    bounds = [(y.min() - 30, y.max() + 1), (None, None), ALPHA_BOUNDS, (None, None), ALPHA_BOUNDS]
+    results = []
+    for frac, alpha, beta in itertools.product((0.1, 0.5), (0.1, 0.3, 0.9), (0.1, 0.3, 0.9)):
+        half = max(m_mean - frac * m_min, 1e-3 * m_mean) / 2
+        start = [
+            np.log(frac * m_min),
+            np.log(half) + alpha * xn.mean(),
+            alpha,
+            np.log(half) + beta * xd.mean(),
+            beta,
+        ]
+        results.append(
+            optimize.minimize(
+                _joint_scaled,
+                np.array(start),
+                args=(xn, xd, y, delta),
+                jac=True,
+                method="TNC",
+                bounds=bounds,
+                options={"maxfun": 800, "ftol": 1e-12, "xtol": 1e-10, "gtol": 1e-9},
+            )
+        )
+    losses = np.array([r.fun * delta for r in results])
+    e, a, alpha, b, beta = (float(v) for v in results[int(np.argmin(losses))].x)
+    return JointFit(
+        E=float(np.exp(e)),
+        A=float(np.exp(a)),
+        alpha=alpha,
+        B=float(np.exp(b)),
+        beta=beta,
+        loss=float(losses.min()),
+        n_points=int(m.size),
+        starts=len(results),
+        agree=int(np.sum(losses <= losses.min() * (1 + 1e-6) + 1e-15)),
+    )

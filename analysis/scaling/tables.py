@@ -376,3 +376,28 @@ def prediction_table(records: list[Record], gcols: list[str], pct: str) -> Table
         columns,
         records,
     )
+
+
+def joint_table(records: list[Record], gcols: list[str]) -> Table:
+    """The joint form L(N, D) per group and metric."""
+    columns = [
+        *(value(c) for c in gcols),
+        value("metric"),
+        value("points", str),
+        Column("E", lambda r: fmt(r["E"])),
+        Column("A", lambda r: fmt(r["A"])),
+        Column("α", lambda r: fmt(r["alpha"])),
+        Column("B", lambda r: fmt(r["B"])),
+        Column("β", lambda r: fmt(r["beta"])),
+        Column(
+            "starts at the optimum",
+            lambda r: DASH if r["starts"] is None else f"{r['starts_agreeing']}/{r['starts']}",
+        ),
+        Column("remark", lambda r: r["remark"] or ""),
+    ]
+    return records_table(
+        "scaling_joint",
+        "joint form L(N, D) = E + A·N^−α + B·D^−β by Huber loss on log L (no interval)",
+        columns,
+        records,
+    )
