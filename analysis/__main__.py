@@ -212,6 +212,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument(
+        "--robust",
+        action="store_true",
+        help="also the saturating form by Huber loss on log residuals (grid of starts, bootstrap "
+        "over (size, seed) units) and CE vs EE by a paired bootstrap of prediction errors (slow)",
+    )
+    p.add_argument(
+        "--fit-bootstrap",
+        type=int,
+        default=100,
+        help="bootstrap resamples of --robust's intervals (each refits every form)",
+    )
+    p.add_argument(
+        "--gate",
+        action="store_true",
+        help="only the sanity gate: held-out CE falls with N (adjacent sizes by more than two "
+        "pooled seed sds) and every size's best lr lies inside its grid",
+    )
 
     p = add("search", "best trials, parameter importance, Pareto front")
     p.add_argument(
@@ -359,23 +377,26 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             **statuses,
         )
     elif args.command == "scaling":
-        from analysis.scaling import scaling
+        from analysis.scaling import ScalingSettings, scaling
 
-        result = scaling(
-            store,
+        settings = ScalingSettings(
             metrics=_split_list(args.metrics) or None,
             axes=_split_list(args.axis) or None,
             params=args.params,
             value=_parse_or_exit(parse_value, args.value),
-            by=by,
+            by=tuple(by),
             aggregate=args.aggregate,
             lr=args.lr,
             select_by=args.select_by,
             n_boot=args.bootstrap,
             seed=args.seed,
             level=level,
+            robust=args.robust,
+            n_boot_fit=args.fit_bootstrap,
+            gate_only=args.gate,
             **statuses,
         )
+        result = scaling(store, settings)
     elif args.command == "search":
         from analysis.search import search
 

@@ -7,16 +7,20 @@ random part), paired: one draw of trials serves both metrics. With one trial per
 no seed variation to resample; then the sizes themselves are resampled when there are at least
 MIN_BOOTSTRAP_POINTS of them (each resample keeping three distinct sizes), and below that there
 is no interval.
+
+The same stratified resampling of (size, seed) units serves the robust fit's intervals and the
+paired comparison of prediction errors (`unit_draws`, `resampled_points`, `percentile_ci`).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.powerlaw import MIN_BOOTSTRAP_POINTS, MIN_SIZES, distinct_per_row
+from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, MIN_SIZES, distinct_per_row
 
 
 @dataclass(frozen=True)
@@ -89,3 +93,40 @@ def r2_difference(
         return R2Difference(delta, None, "no interval: no usable resample", 0)
     lo, hi = np.quantile(diffs, [(1 - level) / 2, (1 + level) / 2])
     return R2Difference(delta, (float(lo), float(hi)), how, int(diffs.size))
+
+
+def unit_draws(counts: Sequence[int], n_boot: int, seed: int) -> np.ndarray | None:
+    """Bootstrap draws of (size, seed) units, stratified by size: the units are numbered size by
+    size (`counts[s]` units of size s, in order), and each resample draws, for every size, as
+    many units as it has, with replacement, from that size's own units. Every resample so keeps
+    every size (the design: leave-one-size-out and the largest size stay defined) and varies
+    what the seeds vary. Returns the unit indices, (n_boot, Σ counts), a size's draws in its
+    own block of columns; None when every size has one unit (nothing to resample)."""
+    if max(counts, default=0) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int)
+    blocks = [s + rng.integers(0, k, size=(n_boot, k)) for s, k in zip(starts, counts, strict=True)]
+    return np.concatenate(blocks, axis=1)
+
+
+def resampled_points(
+    x: np.ndarray, values: np.ndarray, counts: Sequence[int], draws: np.ndarray, means: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The points of every resample from unit draws (`unit_draws`): per size the mean of its
+    drawn units, (B, S) with the sizes' x (S,) — or every drawn unit, (B, U) with x (B, U)."""
+    if not means:
+        return x[draws], values[draws]
+    edges = np.concatenate([[0], np.cumsum(counts)]).astype(int)
+    drawn = values[draws]  # (B, U)
+    per_size = np.stack([drawn[:, a:b].mean(axis=1) for a, b in itertools.pairwise(edges)], 1)
+    return np.array([x[a] for a in edges[:-1]]), per_size
+
+
+def percentile_ci(samples: np.ndarray, level: float) -> tuple[float, float] | None:
+    """The percentile interval of the finite bootstrap samples; None without any."""
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0:
+        return None
+    lo, hi = np.quantile(finite, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)

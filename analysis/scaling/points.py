@@ -12,20 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import polars as pl
 
-from analysis.arms import format_value, plain_value
-from analysis.metric_registry import direction
+from analysis.arms import format_value
+from analysis.scaling.lr import best_lr
+from analysis.scaling.powerlaw import distinct_count
 from analysis.selection import ValueSpec, select_values
 from analysis.store import ResultsError, Store, config_columns, read_latest, scan_metrics
-from analysis.table import Table, fmt
 
 PARAM_METRICS = {"non_embedding": "model/params_non_embedding", "total": "model/params_total"}
 """--params choice -> the metric holding N (reported once per trial, at step 0)."""
 TOKENS_METRIC = "train/tokens_seen"
 """Cumulative non-padding input tokens fed to the model in training, at every training report."""
-AXIS_NAMES = {"N": "parameters N", "D": "tokens seen D", "C": "compute C ≈ 6·N·D"}
 SIZE_KEY = ("model", "N", "step")
 """Within a fit group, trials with equal values here are one size (seeds of one configuration)."""
 
@@ -38,7 +39,8 @@ class TrialValues:
     frame: pl.DataFrame
     group_columns: list[str]
     notes: list[str] = field(default_factory=list)
-    lr_table: Table | None = None
+    lr_records: list[dict[str, Any]] | None = None
+    """The learning rate chosen per size (see lr.py), None when it did not vary."""
 
 
 def group_columns(trials: pl.DataFrame, by: Sequence[str]) -> list[str]:
@@ -109,9 +111,9 @@ def trial_values(
     if bad.height:
         notes.append(f"{bad.height} non-finite value(s) (diverged trials?) left out of the fits")
     frame = frame.filter(pl.col("N").is_not_null() & pl.col("value").is_finite())
-    lr_table = None
+    lr_records = None
     if choose_lr:
-        frame, lr_table, lr_note = _best_lr(frame, latest, gcols, value, select_by)
+        frame, lr_records, lr_note = best_lr(frame, latest, gcols, value, select_by)
         notes.append(lr_note)
         varying = [c for c in varying if c != "lr"]
     pooled = [c for c in varying if c not in ("model", "seed")]
@@ -122,7 +124,7 @@ def trial_values(
         )
     order = [*gcols, "metric", *SIZE_KEY, "experiment", "trial_id"]
     frame = frame.sort(order, nulls_last=True)
-    return TrialValues(frame, gcols, notes, lr_table)
+    return TrialValues(frame, gcols, notes, lr_records)
 
 
 def _tokens_at(store: Store, steps: pl.DataFrame) -> pl.DataFrame:
@@ -153,80 +155,6 @@ def _varying(trials: pl.DataFrame, gcols: list[str]) -> list[str]:
         else trials.select(pl.col(c).n_unique() for c in rest)
     )
     return [c for c in rest if spread[c].max() > 1]
-
-
-def _best_lr(
-    frame: pl.DataFrame,
-    latest: pl.DataFrame,
-    gcols: list[str],
-    value: ValueSpec,
-    select_by: str,
-) -> tuple[pl.DataFrame, Table, str]:
-    """Keep, per fit group and model size, the trials of the learning rate whose mean (over
-    seeds) of `select_by` is best; a table of the choices."""
-    want = direction(select_by)
-    if want is None:
-        raise ResultsError(
-            f"--select-by {select_by}: it has no better direction, so no learning rate is best"
-        )
-    keys = ["experiment", "trial_id"]
-    score = select_values(latest.filter(pl.col("metric") == select_by), value).select(
-        *keys, pl.col("value").alias("_score")
-    )
-    per_trial = frame.select(*keys, *gcols, "model", "N", "lr").unique().join(score, on=keys)
-    size = [*gcols, "model", "N"]
-    means = (
-        per_trial.filter(pl.col("_score").is_finite())
-        .group_by([*size, "lr"])
-        .agg(pl.col("_score").mean(), pl.len().alias("trials"))
-        .sort([*size, "lr"], nulls_last=True)
-    )
-    best = (
-        means.sort("_score", descending=want == "max")
-        .group_by(size, maintain_order=True)
-        .first()
-        .sort(size, nulls_last=True)
-    )
-    tried = means.group_by(size).agg(pl.col("lr").sort().alias("lrs"))
-    best = best.join(tried, on=size, how="left", nulls_equal=True).sort(["N", *gcols])
-    kept = frame.join(best.select(*size, "lr"), on=[*size, "lr"], how="semi", nulls_equal=True)
-    rows, records = [], []
-    for r in best.iter_rows(named=True):
-        rows.append(
-            [
-                *(format_value(r[c]) for c in gcols),
-                format_value(r["model"]),
-                f"{r['N']:.4g}",
-                format_value(r["lr"]),
-                fmt(r["_score"]),
-                str(r["trials"]),
-                ", ".join(format_value(v) for v in r["lrs"]),
-            ]
-        )
-        records.append(
-            {
-                **{c: plain_value(r[c]) for c in gcols},
-                "model": r["model"],
-                "N": r["N"],
-                "lr": r["lr"],
-                "select_by": select_by,
-                "mean": r["_score"],
-                "trials": r["trials"],
-                "lrs_tried": list(r["lrs"]),
-            }
-        )
-    table = Table(
-        name="scaling_lr",
-        title=f"learning rate per size: the best mean {select_by} ({want}) over seeds",
-        columns=[*gcols, "model", "N", "lr", f"mean {select_by}", "seeds", "lrs tried"],
-        rows=rows,
-        data=pl.DataFrame(records, infer_schema_length=None),
-    )
-    note = (
-        f"the learning rate varies: per size only the trials of the lr with the best mean "
-        f"{select_by} are fitted (table scaling_lr; --lr pool averages over every lr instead)"
-    )
-    return kept, table, note
 
 
 def axis_values(frame: pl.DataFrame, axis: str) -> pl.Expr:
@@ -264,3 +192,89 @@ def aggregate_points(frame: pl.DataFrame, gcols: list[str], axis: str, how: str)
         )
     order = [*gcols, "metric", "x", *SIZE_KEY] + (["y", "trial_id"] if how == "trial" else [])
     return out.collect().sort(order, nulls_last=True)
+
+
+def default_axes(
+    frame: pl.DataFrame, gcols: list[str], has_tokens: bool, notes: list[str]
+) -> list[str]:
+    """N, plus D and C when tokens seen vary across sizes in some group (a data-scaling sweep);
+    in a fixed-budget sweep D is one value and C = 6·N·D repeats the N fits."""
+    if not has_tokens:
+        notes.append(f"no {TOKENS_METRIC} in the store: fits against N only")
+        return ["N"]
+    per_size = (
+        frame.filter(pl.col("D").is_not_null())
+        .group_by([*gcols, *SIZE_KEY])
+        .agg(pl.col("D").mean())
+    )
+    spread = (
+        per_size.group_by(gcols).agg(pl.col("D").alias("d"))
+        if gcols
+        else per_size.select(pl.col("D").implode().alias("d"))
+    )
+    # Seeds feed slightly different token counts (padding, data order): budgets that differ by
+    # design differ by far more than 5%.
+    varies = any(distinct_count(np.array(d), rtol=0.05) >= 3 for d in spread["d"].to_list())
+    if varies:
+        return ["N", "D", "C"]
+    notes.append(
+        "tokens seen D are (nearly) the same at every size: no fit against D, and one against "
+        "C = 6·N·D would repeat the N fit (ask with --axis D,C)"
+    )
+    return ["N"]
+
+
+def lines(points: pl.DataFrame, axis: str) -> list[tuple[str, pl.DataFrame]]:
+    """The points of one group split into lines, each holding the other axis fixed: an N line
+    per step budget, a D line per model; C has one line (its frontier is taken per metric)."""
+    if axis == "N" and points["step"].n_unique() > 1:
+        return [
+            (f"step {s}", points.filter(pl.col("step") == s))
+            for s in points["step"].unique().sort()
+        ]
+    if axis == "D" and points["N"].n_unique() > 1:
+        out = []
+        for n in points["N"].unique().sort():
+            part = points.filter(pl.col("N") == n)
+            out.append((f"model {format_value(part['model'][0])}", part))
+        return out
+    return [("frontier" if axis == "C" else "", points)]
+
+
+def compute_frontier(points: pl.DataFrame, want: str | None) -> pl.DataFrame:
+    """The points no cheaper point beats (sorted by x; for a metric to minimise, those below
+    every point left of them). Metrics without a direction keep every point."""
+    if want is None or points.height == 0:
+        return points
+    y = points["y"].to_numpy()
+    score = y if want == "min" else -y
+    best = np.minimum.accumulate(score)
+    keep = np.r_[True, score[1:] < best[:-1]]
+    return points.filter(pl.Series(keep))
+
+
+def paired(gtrials: pl.DataFrame, ce_m: str, ee_m: str, axis: str) -> pl.DataFrame:
+    """Per trial its CE and EE (same trial, same step) and its axis value, sorted by size."""
+    both = gtrials.filter(pl.col("metric").is_in([ce_m, ee_m])).with_columns(
+        axis_values(gtrials, axis).alias("x")
+    )
+    wide = both.pivot(
+        on="metric", index=["experiment", "trial_id", *SIZE_KEY, "x"], values="value"
+    ).rename({ce_m: "ce", ee_m: "ee"}, strict=False)
+    if not {"ce", "ee"} <= set(wide.columns):
+        return wide.clear()
+    wide = wide.drop_nulls(["ce", "ee", "x"]).filter((pl.col("x") > 0) & (pl.col("ce") != 0))
+    return wide.sort(["x", *SIZE_KEY, "experiment", "trial_id"], nulls_last=True)
+
+
+def line_trials(gtrials: pl.DataFrame, metric: str, axis: str, pts: pl.DataFrame) -> pl.DataFrame:
+    """The trials behind one line's points of one metric: x and value per trial, only the sizes
+    the points hold (a C frontier drops some), sorted by size."""
+    return (
+        gtrials.filter(pl.col("metric") == metric)
+        .with_columns(axis_values(gtrials, axis).alias("x"))
+        .join(pts.select(SIZE_KEY), on=list(SIZE_KEY), how="semi", nulls_equal=True)
+        .drop_nulls(["x", "value"])
+        .filter(pl.col("x") > 0)
+        .sort(["x", *SIZE_KEY, "experiment", "trial_id"], nulls_last=True)
+    )

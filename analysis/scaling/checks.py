@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 from scipy import stats
 
-from analysis.powerlaw import NotEnoughData, distinct_count
+from analysis.scaling.powerlaw import NotEnoughData, distinct_count
 
 
 class Fitted(Protocol):

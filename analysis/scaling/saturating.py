@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from analysis.powerlaw import NotEnoughData, distinct_count, log_points
+from analysis.scaling.powerlaw import NotEnoughData, distinct_count, log_points
 from analysis.seed_stats import check_level, t_quantile
 
 MIN_SIZES = 4
@@ -98,6 +98,59 @@ def _start(x: np.ndarray, mag: np.ndarray, x0: float) -> tuple[float, float, flo
     return float(e1[0]), float(b1[0]), a
 
 
+@dataclass(frozen=True)
+class _LogModel:
+    """log f of f = E + B·e^{a(x − x0)} at the points x, its residuals against y = log |M| and
+    Jacobians; the optimiser's parameters are θ = (E, B, φ) with a = −e^φ (a < 0, no bound)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    x0: float
+
+    def value(self, e: float, b: float, a: float) -> tuple[np.ndarray, np.ndarray]:
+        """(f, u) at the points, u = e^{a(x − x0)}; (n,) each."""
+        with np.errstate(over="ignore", invalid="ignore"):  # a step far off: rejected anyway
+            u = np.exp(a * (self.x - self.x0))
+            return e + b * u, u
+
+    def resid(self, theta: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            f, _ = self.value(theta[0], theta[1], -np.exp(theta[2]))
+        r = np.log(np.maximum(f, 1e-300)) - self.y
+        return np.where(np.isfinite(r), r, 1e3)
+
+    def jac_a(self, e: float, b: float, a: float) -> np.ndarray:
+        """d log f / d(E, B, a), (n, 3)."""
+        f, u = self.value(e, b, a)
+        f = np.maximum(f, 1e-300)
+        return np.stack([1.0 / f, u / f, b * u * (self.x - self.x0) / f], axis=1)
+
+    def jac(self, theta: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = -np.exp(theta[2])
+            j = self.jac_a(theta[0], theta[1], a)
+            j[:, 2] *= a  # da/dφ = a
+        return np.where(np.isfinite(j), j, 0.0)
+
+
+def _wald(
+    lm: _LogModel, e: float, b: float, a: float, sse: float, level: float, sign: int
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """Wald t-intervals of E and a from the Jacobian at the optimum (n − 3 df)."""
+    dof = lm.x.size - 3
+    if dof < 1:
+        return None, None
+    j = lm.jac_a(e, b, a)  # (n, 3)
+    cov = np.linalg.pinv(j.T @ j) * (sse / dof)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    q = t_quantile((1 + level) / 2, dof)
+    e_ci = (e - q * se[0], e + q * se[0])
+    a_ci = (a - q * se[2], a + q * se[2])
+    if sign < 0:
+        e_ci = (-e_ci[1], -e_ci[0])
+    return e_ci, a_ci
+
+
 def fit_saturating(
     n: np.ndarray,
     m: np.ndarray,
@@ -121,41 +174,17 @@ def fit_saturating(
     else:
         e0, a0 = sign * start[0], start[2]
         b0 = sign * start[1] * np.exp(a0 * x0)
-
-    def model(e: float, b: float, a: float) -> tuple[np.ndarray, np.ndarray]:
-        with np.errstate(over="ignore", invalid="ignore"):  # a step far off: rejected anyway
-            u = np.exp(a * (x - x0))  # (n,)
-            return e + b * u, u
-
-    def resid(theta: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):
-            f, _ = model(theta[0], theta[1], -np.exp(theta[2]))
-        r = np.log(np.maximum(f, 1e-300)) - y
-        return np.where(np.isfinite(r), r, 1e3)
-
-    def jac_a(e: float, b: float, a: float) -> np.ndarray:
-        """d log f / d(E, B, a), (n, 3)."""
-        f, u = model(e, b, a)
-        f = np.maximum(f, 1e-300)
-        return np.stack([1.0 / f, u / f, b * u * (x - x0) / f], axis=1)
-
-    def jac(theta: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore", invalid="ignore"):
-            a = -np.exp(theta[2])
-            j = jac_a(theta[0], theta[1], a)
-            j[:, 2] *= a  # da/dφ = a
-        return np.where(np.isfinite(j), j, 0.0)
-
-    if not (a0 < 0 and np.all(model(e0, b0, a0)[0] > 0)):
+    lm = _LogModel(x, y, x0)
+    if not (a0 < 0 and np.all(lm.value(e0, b0, a0)[0] > 0)):
         # A start that predicts a non-positive value has no log: start from the plain power law
         # through the points' ends instead (E = 0).
         slope = (y[-1] - y[0]) / (x[-1] - x[0])
         e0, a0 = 0.0, min(float(slope), -1e-3)
         b0 = float(np.exp(np.mean(y - a0 * (x - x0))))
     fit = optimize.least_squares(
-        resid,
+        lm.resid,
         np.array([e0, b0, np.log(-a0)]),
-        jac=jac,
+        jac=lm.jac,
         method="lm",
         x_scale="jac",
         xtol=1e-12,
@@ -164,28 +193,15 @@ def fit_saturating(
         max_nfev=100,  # a fit that runs off (no saturation) stops here: ~5 ms
     )
     e, b, a = float(fit.x[0]), float(fit.x[1]), float(-np.exp(fit.x[2]))
-    r = resid(fit.x)
+    r = lm.resid(fit.x)
     sse = float(np.sum(r * r))
     sst = float(np.sum((y - y.mean()) ** 2))
-    dof = x.size - 3
     if not (A_BOUNDS[0] <= a <= A_BOUNDS[1]):
         raise NoSaturation(
             f"no saturation in these points: the fit runs off to a = {a:.2g} "
             f"(outside [{A_BOUNDS[0]:g}, {A_BOUNDS[1]:g}])"
         )
-    remark = None
-    e_ci = a_ci = None
-    if dof < 1:
-        remark = "as many parameters as points: no interval"
-    else:
-        j = jac_a(e, b, a)  # (n, 3)
-        cov = np.linalg.pinv(j.T @ j) * (sse / dof)
-        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
-        q = t_quantile((1 + level) / 2, dof)
-        e_ci = (e - q * se[0], e + q * se[0])
-        a_ci = (a - q * se[2], a + q * se[2])
-        if sign < 0:
-            e_ci = (-e_ci[1], -e_ci[0])
+    e_ci, a_ci = _wald(lm, e, b, a, sse, level, sign)
     return SaturatingFit(
         E=sign * e,
         A=sign * b * float(np.exp(-a * x0)),
@@ -199,5 +215,5 @@ def fit_saturating(
         level=level,
         sse=sse,
         sst=sst,
-        remark=remark,
+        remark=None if x.size - 3 >= 1 else "as many parameters as points: no interval",
     )

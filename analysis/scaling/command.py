@@ -1,0 +1,398 @@
+"""The scaling command: read the points, fit every (group, metric, axis, line), compare CE with
+EE, and assemble the tables (see the package docstring for what each holds)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from analysis.arms import format_value, plain_value
+from analysis.metric_names import DECOMPOSITION_LEAVES, resolve, splits
+from analysis.metric_registry import direction
+from analysis.scaling import tables
+from analysis.scaling.bootstrap import r2_difference
+from analysis.scaling.compare import verdict_record
+from analysis.scaling.fits import Fits, fit_both, plain_record, saturating_record
+from analysis.scaling.gate import gate, gate_lines
+from analysis.scaling.points import (
+    PARAM_METRICS,
+    SIZE_KEY,
+    TOKENS_METRIC,
+    TrialValues,
+    aggregate_points,
+    compute_frontier,
+    default_axes,
+    line_trials,
+    lines,
+    paired,
+    trial_values,
+)
+from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, distinct_count
+from analysis.scaling.robust import Units, huber_record, joint_records, prediction_records
+from analysis.scaling.settings import ScalingSettings
+from analysis.scaling.share import share_figure, share_records, trend_record
+from analysis.seed_stats import t_quantile
+from analysis.store import ResultsError, Store, current_trials, metric_names, trial_summary
+from analysis.table import Result
+
+CE, EE = "ce", "error_entropy"
+CE_METRIC = re.compile(r"^eval/[^/]+/ce$")
+"""Held-out CE of a split: what the sanity gate checks."""
+
+
+def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any) -> Result:
+    """Fit tables (plain, saturating), the CE-vs-EE verdict, EE's share of CE and its trend, the
+    learning rates chosen, and the points (numbers only) behind the figures. `fields` override
+    fields of `settings` by name (ScalingSettings documents each)."""
+    s = replace(settings or ScalingSettings(), **fields)
+    trials, notes = current_trials(store, s.statuses)
+    result = Result("scaling", "Scaling", notes=[*store.notes, *notes])
+    result.header.append(f"experiments: {', '.join(store.experiments)}")
+    result.settings = s.as_json()
+    if trials.height == 0:
+        return result
+    available = metric_names(store)
+    n_metric = PARAM_METRICS[s.params]
+    if n_metric not in available:
+        result.notes.append(
+            f"no {n_metric} metric in the store: no parameter counts, no scaling fits"
+            + (" (--params total uses model/params_total)" if s.params != "total" else "")
+        )
+        return result
+    chosen = _chosen_metrics(s, available)
+    if not chosen:
+        result.notes.append("no eval/<split>/ce (or its decomposition) written yet: no fits")
+        return result
+    has_tokens = TOKENS_METRIC in available
+    if [a for a in s.axes or () if a in ("D", "C")] and not has_tokens:
+        raise ResultsError(
+            f"--axis D and C need {TOKENS_METRIC} (tokens seen), which this store does not have"
+        )
+    select_by = s.select_by or next(
+        (f"eval/{x}/ce" for x in splits(available) if f"eval/{x}/ce" in available), None
+    )
+    data = trial_values(
+        store,
+        trials,
+        chosen,
+        value=s.value,
+        n_metric=n_metric,
+        by=s.by,
+        lr_mode=s.lr,
+        select_by=select_by,
+        with_tokens=has_tokens,
+    )
+    result.notes += data.notes
+    if data.frame.height == 0:
+        result.notes.append("no trial has both a size and a value of these metrics: no fits")
+        return result
+    result.header.append(trial_summary(trials))
+    if _add_gate(result, data, chosen, s.gate_only):
+        return result
+    axes = list(s.axes or default_axes(data.frame, data.group_columns, has_tokens, result.notes))
+    result.settings["axes"] = axes
+    result.header += _method_lines(s, n_metric, axes)
+    if data.lr_records is not None:
+        result.tables.append(tables.lr_table(data.lr_records, data.group_columns))
+    _fit_all(result, data, chosen, axes, s)
+    return result
+
+
+def _add_gate(result: Result, data: TrialValues, chosen: list[str], only: bool) -> bool:
+    """The sanity gate's lines and tables, when held-out CE is among the metrics; True when the
+    run is the gate alone (--gate)."""
+    if not any(CE_METRIC.match(m) for m in chosen):
+        result.notes.append("no sanity gate: no held-out CE (eval/<split>/ce) among the metrics")
+        return only
+    found = gate(data.frame, data.group_columns, data.lr_records)
+    result.header += gate_lines(found, data.group_columns)
+    result.tables += tables.gate_tables(found, data.group_columns)
+    result.settings["gate_passed"] = found["passed"]
+    return only
+
+
+def _chosen_metrics(s: ScalingSettings, available: list[str]) -> list[str]:
+    """The metrics asked for, or CE and its decomposition of every split (CE alone for the
+    gate); checks that --value best has a direction for each."""
+    if s.gate_only:
+        chosen = [f"eval/{x}/ce" for x in splits(available) if f"eval/{x}/ce" in available]
+    elif s.metrics:
+        chosen = resolve(list(s.metrics), available)
+    else:
+        have = set(available)
+        chosen = [
+            f"eval/{x}/{leaf}"
+            for x in splits(available)
+            for leaf in DECOMPOSITION_LEAVES
+            if f"eval/{x}/{leaf}" in have
+        ]
+    if chosen and s.value.kind == "best":
+        undirected = [m for m in chosen if direction(m) is None]
+        if undirected:
+            raise ResultsError(
+                f"--value best: {', '.join(undirected)} has no better direction; use final "
+                "or step:N"
+            )
+    return chosen
+
+
+def _method_lines(s: ScalingSettings, n_metric: str, axes: list[str]) -> list[str]:
+    """The header lines that say how the points and fits were made."""
+    per = "per-size means over seeds" if s.aggregate == "size" else "every trial a point"
+    out = [
+        f"N = {n_metric}; D = {TOKENS_METRIC} at the value's step; C = 6·N·D; value per trial: "
+        f"{s.value.label}; points: {per}",
+        "plain: log M = c + a·log N by least squares (natural logs); saturating: M = E + A·N^a "
+        "(a < 0) by nonlinear least squares on log M; both judged on log M",
+        f"CIs at {s.level * 100:g}%: plain a by the OLS t-interval below {MIN_BOOTSTRAP_POINTS} "
+        f"points, a studentized bootstrap ({s.n_boot} resamples, seed {s.seed}) from "
+        f"{MIN_BOOTSTRAP_POINTS}; saturating E and a by Wald t-intervals (n − 3 df)",
+        "LOO: leave-one-size-out prediction error (RMS of M̂/M − 1); extrap.: fit without the "
+        "largest size, error at it; ΔAICc < −2 favours the first-named model; preferred form: "
+        f"saturating when the F-test of E rejects E = 0 at p < {1 - s.level:g}",
+    ]
+    if axes != ["N"]:
+        out.append(
+            "lines hold the other axis fixed (column `at`): an N line per step budget, a D line "
+            "per model; C is fitted on its frontier (the points no cheaper point beats)"
+        )
+    return out
+
+
+@dataclass
+class _Collected:
+    """The records of every scaling table and the figures' series, filled line by line."""
+
+    plain: list[dict[str, Any]] = field(default_factory=list)
+    saturating: list[dict[str, Any]] = field(default_factory=list)
+    points: list[dict[str, Any]] = field(default_factory=list)
+    verdict: list[dict[str, Any]] = field(default_factory=list)
+    share: list[dict[str, Any]] = field(default_factory=list)
+    trend: list[dict[str, Any]] = field(default_factory=list)
+    huber: list[dict[str, Any]] = field(default_factory=list)
+    prediction: list[dict[str, Any]] = field(default_factory=list)
+    figure: list[dict[str, Any]] = field(default_factory=list)
+    share_figure: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Line:
+    """One line to fit: its group (record and label), the value held fixed, the axis."""
+
+    group: dict[str, Any]
+    label: str
+    at: str
+    axis: str
+
+    @property
+    def name(self) -> str:
+        return self.label + (f" ({self.at})" if self.at else "")
+
+
+def _split_by(df: pl.DataFrame, cols: list[str]) -> dict[tuple, pl.DataFrame]:
+    """The frame's parts by the values of `cols` (one pass, not a filter per part)."""
+    if not cols:
+        return {(): df}
+    return df.partition_by(cols, as_dict=True, maintain_order=True)
+
+
+def _fit_all(
+    result: Result, data: TrialValues, chosen: list[str], axes: list[str], s: ScalingSettings
+) -> None:
+    """Every line of every group and axis: fits, then CE against EE per split."""
+    frame, gcols = data.frame, data.group_columns
+    out = _Collected()
+    points_by_axis = {axis: aggregate_points(frame, gcols, axis, s.aggregate) for axis in axes}
+    groups = frame.select(gcols).unique(maintain_order=True).rows(named=True) if gcols else [{}]
+    trials_of = _split_by(frame, gcols)
+    points_of = {axis: _split_by(points_by_axis[axis], gcols) for axis in axes}
+    empty = {axis: points_by_axis[axis].clear() for axis in axes}
+    for group in groups:
+        key = tuple(group[c] for c in gcols)
+        label = ", ".join(f"{k}={format_value(v)}" for k, v in group.items() if v is not None)
+        record = {c: plain_value(group[c]) for c in gcols}
+        for axis in axes:
+            for at, pts in lines(points_of[axis].get(key, empty[axis]), axis):
+                line = _Line(record, label, at, axis)
+                fitted = _fit_line(out, line, pts, trials_of[key], chosen, s)
+                for split in dict.fromkeys(
+                    m.split("/")[1] for m in fitted if m.startswith("eval/")
+                ):
+                    ce_m, ee_m = f"eval/{split}/{CE}", f"eval/{split}/{EE}"
+                    if ce_m in fitted and ee_m in fitted:
+                        both = (fitted[ce_m], fitted[ee_m])
+                        _add_verdict(out, line, split, trials_of[key], both, axes[0], s)
+    _append_tables(result, out, gcols, s.level)
+    if s.robust and "D" in axes:
+        found = joint_records(frame, gcols, chosen)
+        result.tables.insert(-1, tables.joint_table(found, gcols))
+
+
+def _fit_line(
+    out: _Collected,
+    line: _Line,
+    pts: pl.DataFrame,
+    gtrials: pl.DataFrame,
+    chosen: list[str],
+    s: ScalingSettings,
+) -> dict[str, tuple[Fits, pl.DataFrame]]:
+    """Both forms for each metric of one line; their records and figure series."""
+    fitted: dict[str, tuple[Fits, pl.DataFrame]] = {}
+    by_metric = _split_by(pts, ["metric"])
+    for metric in chosen:
+        mpts = by_metric.get((metric,))
+        if mpts is None:
+            continue
+        if line.axis == "C":
+            mpts = compute_frontier(mpts, direction(metric))
+        if mpts.height == 0:
+            continue
+        n, m = mpts["x"].to_numpy(), mpts["y"].to_numpy()
+        fits = fit_both(n, m, n_boot=s.n_boot, level=s.level, seed=s.seed)
+        fitted[metric] = (fits, mpts)
+        key = _add_fit(out, line, metric, mpts, fits, s.level)
+        if not s.robust:
+            continue
+        units = Units.of(line_trials(gtrials, metric, line.axis, mpts), "value")
+        robust = huber_record(
+            units, means=s.aggregate == "size", n_boot=s.n_boot_fit, level=s.level, seed=s.seed
+        )
+        plain = {f"plain_{k}": out.plain[-1][k] for k in ("a", "a_ci_low", "a_ci_high")}
+        out.huber.append({**key, **robust, **plain})
+    return fitted
+
+
+def _add_fit(
+    out: _Collected, line: _Line, metric: str, pts: pl.DataFrame, fits: Fits, level: float
+) -> dict[str, Any]:
+    """The records of one (group, line, metric) in the plain, saturating and points tables;
+    returns their common key."""
+    key = {
+        **line.group,
+        "metric": metric,
+        "axis": line.axis,
+        "at": line.at or None,
+        "sizes": distinct_count(fits.n),
+        "points": int(fits.n.size),
+    }
+    out.plain.append({**key, **plain_record(fits)})
+    out.saturating.append({**key, **saturating_record(fits)})
+    half = _half_widths(pts, level)
+    for r, h in zip(pts.iter_rows(named=True), half, strict=True):
+        out.points.append(
+            {
+                **line.group,
+                "metric": metric,
+                "axis": line.axis,
+                "at": line.at or None,
+                "model": r["model"],
+                "N": r["N"],
+                "step": r["step"],
+                "x": r["x"],
+                "trials": r["trials"],
+                "mean": r["y"],
+                "ci_low": None if h is None else r["y"] - h,
+                "ci_high": None if h is None else r["y"] + h,
+            }
+        )
+    out.figure.append(
+        {
+            "group": line.name,
+            "metric": metric,
+            "axis": line.axis,
+            "n": fits.n,
+            "m": fits.m,
+            "half": np.array([np.nan if h is None else h for h in half]),
+            "plain": fits.plain,
+            "saturating": fits.saturating,
+        }
+    )
+    return key
+
+
+def _half_widths(pts: pl.DataFrame, level: float) -> list[float | None]:
+    """The t-interval half width of each point's mean over its trials (None for one trial)."""
+    q = {k: t_quantile((1 + level) / 2, k - 1) for k in set(pts["trials"].to_list()) if k >= 2}
+    return [
+        None if sd is None or k not in q else q[k] * sd / k**0.5
+        for k, sd in zip(pts["trials"].to_list(), pts["sd"].to_list(), strict=True)
+    ]
+
+
+def _add_verdict(
+    out: _Collected,
+    line: _Line,
+    split: str,
+    gtrials: pl.DataFrame,
+    both: tuple[tuple[Fits, pl.DataFrame], tuple[Fits, pl.DataFrame]],
+    first_axis: str,
+    s: ScalingSettings,
+) -> None:
+    """The CE-vs-EE verdict of one line and, on the first axis, EE's share of CE and its trend,
+    from the trials behind CE's points (paired with their EE)."""
+    ce, ee = both
+    pairs = paired(gtrials, f"eval/{split}/{CE}", f"eval/{split}/{EE}", line.axis)
+    pairs = pairs.join(ce[1].select(SIZE_KEY), on=list(SIZE_KEY), how="semi", nulls_equal=True)
+    if pairs.height == 0:
+        return
+    strata = pairs.partition_by(list(SIZE_KEY), maintain_order=True)
+    diff = r2_difference(
+        [t["x"].to_numpy() for t in strata],
+        [t["ce"].to_numpy() for t in strata],
+        [t["ee"].to_numpy() for t in strata],
+        per_size_means=s.aggregate == "size",
+        n_boot=s.n_boot,
+        level=s.level,
+        seed=s.seed,
+    )
+    key = {**line.group, "split": split, "axis": line.axis, "at": line.at or None}
+    out.verdict.append({**key, "sizes": len(strata), **verdict_record(ce[0], ee[0], diff, s.level)})
+    if s.robust:
+        units = Units.of(pairs, "ce", "ee")
+        means = s.aggregate == "size"
+        found = prediction_records(
+            units, means=means, n_boot=s.n_boot_fit, level=s.level, seed=s.seed
+        )
+        out.prediction += [{**key, "sizes": len(strata), **r} for r in found]
+    if line.axis != first_axis:
+        return
+    shares = share_records(strata, s.level)
+    out.share += [{**key, **r} for r in shares]
+    trend = trend_record(pairs, shares, s.aggregate, s.level)
+    if trend is not None:
+        out.trend.append({**key, **trend})
+    out.share_figure.append(
+        {"group": line.name, "split": split, "axis": line.axis, **share_figure(shares)}
+    )
+
+
+def _append_tables(result: Result, out: _Collected, gcols: list[str], level: float) -> None:
+    """The tables of the collected records, in the command's order, and the figures' series."""
+    pct = f"{level * 100:g}%"
+    result.tables.append(tables.power_table(out.plain, gcols, pct))
+    reasons = {r["remark"] for r in out.saturating}
+    one_reason = bool(out.saturating) and all(r["E"] is None for r in out.saturating)
+    show_saturating = bool(out.saturating) and not (one_reason and len(reasons) == 1)
+    if out.saturating and not show_saturating:
+        # Every row would say the same thing: say it once.
+        result.notes.append(f"saturating form E + A·N^a, every group: {reasons.pop()}")
+    result.tables.append(tables.saturating_table(out.saturating, gcols, pct, show_saturating))
+    if out.verdict:
+        result.tables.append(tables.verdict_table(out.verdict, out.saturating, gcols, pct))
+    if out.share:
+        result.tables.append(tables.share_table(out.share, gcols, pct))
+    if out.trend:
+        result.tables.append(tables.trend_table(out.trend, gcols, pct))
+    if out.huber:
+        result.tables.append(tables.huber_table(out.huber, gcols, pct))
+    if out.prediction:
+        result.tables.append(tables.prediction_table(out.prediction, gcols, pct))
+    result.tables.append(tables.points_table(out.points))
+    if out.plain and all(r["a"] is None for r in out.plain):
+        result.notes.append("no group has enough sizes for a fit (3 or more distinct sizes needed)")
+    result.figure_data["scaling"] = out.figure
+    result.figure_data["ee_share"] = out.share_figure

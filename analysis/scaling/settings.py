@@ -1,0 +1,101 @@
+"""The settings of one `analysis scaling` run: every option that shapes its numbers, in one frozen
+dataclass that the command's steps read instead of a dozen threaded parameters. The field
+docstrings are the documentation of the command's options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.choices import AGGREGATES, AXES, LR_MODES
+from analysis.scaling.points import PARAM_METRICS
+from analysis.seed_stats import check_level
+from analysis.selection import FINAL, ValueSpec
+from analysis.store import DEFAULT_STATUSES, ResultsError
+
+
+@dataclass(frozen=True)
+class ScalingSettings:
+    """Options of the scaling command (`python -m analysis scaling --help` names each flag)."""
+
+    metrics: tuple[str, ...] | None = None
+    """Metric names or globs to fit (--metrics); None: CE, EE, SA and log-confidence of every
+    split the store has."""
+    axes: tuple[str, ...] | None = None
+    """Axes to fit against (--axis): N (parameters), D (tokens seen), C ≈ 6·N·D; None: N, plus
+    D and C when tokens seen vary across sizes."""
+    params: str = "non_embedding"
+    """Which parameter count is N (--params): non_embedding or total."""
+    value: ValueSpec = FINAL
+    """Which value of a trial is its point (--value): final, best or step:N."""
+    by: tuple[str, ...] = ("loss",)
+    """Configuration columns that split the fits into groups (--by); experiment, dataset and
+    group are added where they vary."""
+    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    """Trial statuses read (--status)."""
+    aggregate: str = "size"
+    """size: fit the per-size means over seeds; trial: every trial a point (--aggregate)."""
+    lr: str = "best"
+    """When the learning rate varies within a group (--lr): best = per size only the trials of
+    the best lr; pool = average over every lr."""
+    select_by: str | None = None
+    """Metric that picks the best learning rate (--select-by); None: eval/<first split>/ce."""
+    n_boot: int = 2000
+    """Bootstrap resamples of the plain exponent's interval and of the R² difference
+    (--bootstrap)."""
+    seed: int = 0
+    """Seed of every bootstrap (--seed)."""
+    level: float = 0.95
+    """Confidence level of every interval (--level)."""
+    robust: bool = False
+    """Also the field's fits (--robust): the saturating form by Huber loss on log residuals from
+    a grid of starts with bootstrap intervals over (size, seed) units (table scaling_huber), and
+    CE against EE by a paired bootstrap of leave-one-size-out and extrapolation errors (table
+    scaling_prediction). Off by default: every resample refits every form (TNC, ~15–60 ms a
+    refit here), about 1–4 minutes for study 2's 16 metrics at 100 resamples on this machine."""
+    n_boot_fit: int = 100
+    """Bootstrap resamples of the robust fit's intervals and of the paired comparison of
+    prediction errors (--fit-bootstrap)."""
+    gate_only: bool = False
+    """Only the sanity gate (--gate): CE falls with N at the chosen learning rates, and each
+    size's best learning rate lies inside its grid."""
+
+    def __post_init__(self) -> None:
+        # Lists from callers become tuples: the settings are hashable and cannot change.
+        for name in ("metrics", "axes", "by", "statuses"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, tuple):
+                object.__setattr__(self, name, tuple(v))
+        check_level(self.level)
+        if self.params not in PARAM_METRICS:
+            raise ResultsError(
+                f"--params must be one of {', '.join(PARAM_METRICS)}, got {self.params!r}"
+            )
+        if self.aggregate not in AGGREGATES:
+            raise ResultsError(
+                f"--aggregate must be one of {', '.join(AGGREGATES)}: {self.aggregate!r}"
+            )
+        if self.lr not in LR_MODES:
+            raise ResultsError(f"--lr must be one of {', '.join(LR_MODES)}, got {self.lr!r}")
+        bad_axes = [a for a in self.axes or () if a not in AXES]
+        if bad_axes:
+            raise ResultsError(f"unknown axis {', '.join(bad_axes)}; axes: {', '.join(AXES)}")
+        if self.n_boot < 1:
+            raise ResultsError(f"--bootstrap must be >= 1, got {self.n_boot}")
+        if self.n_boot_fit < 1:
+            raise ResultsError(f"--fit-bootstrap must be >= 1, got {self.n_boot_fit}")
+
+    def as_json(self) -> dict[str, Any]:
+        """The settings a result's JSON reports (the numbers' provenance)."""
+        return {
+            "level": self.level,
+            "aggregate": self.aggregate,
+            "params": self.params,
+            "value": self.value.label,
+            "lr": self.lr,
+            "bootstrap": self.n_boot,
+            "seed": self.seed,
+            "robust": self.robust,
+            "fit_bootstrap": self.n_boot_fit,
+            "gate_only": self.gate_only,
+        }
