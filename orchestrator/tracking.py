@@ -15,7 +15,7 @@ missing before anything is launched.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 from typing import Any
 
@@ -43,11 +43,12 @@ def _needed(tracking: TrackingConfig) -> dict[str, str]:
 
 def check_tracking(tracking: TrackingConfig) -> None:
     """TrackingUnavailable naming the keys, the missing packages and the extra to install."""
-    missing = {
-        key: module
-        for key, module in _needed(tracking).items()
-        if importlib.util.find_spec(module) is None
-    }
+    missing = {}
+    for key, module in _needed(tracking).items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing[key] = module
     if missing:
         what = ", ".join(f"{key} needs {module}" for key, module in missing.items())
         raise TrackingUnavailable(f"{what}: install them with pip install '{EXTRA}'")
