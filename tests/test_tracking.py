@@ -15,7 +15,9 @@ A tracker whose package is missing is an exit-2 error naming the extra, before a
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -65,7 +67,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_http(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+def wait_http(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
+    """Until `url` answers (an MLflow server takes over a minute to start on a busy machine)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         assert proc.poll() is None, f"server exited with {proc.returncode}"
@@ -84,17 +87,19 @@ def start_server(command: list[str], url: str, log: Path) -> subprocess.Popen:
     try:
         wait_http(url, proc)
     except AssertionError:
-        proc.kill()
+        stop(proc)
         raise AssertionError(log.read_text()[-3000:]) from None
     return proc
 
 
 def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
+    """End a server started by `start_server` and its children (its own process group)."""
+    os.killpg(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(timeout=20)
+        proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +256,7 @@ def test_optuna_study_is_labelled_and_shown_by_the_dashboard(tracked, tmp_path) 
     )
     try:
         with urllib.request.urlopen(f"{url}/api/studies", timeout=10) as answer:
-            studies = json.load(answer)["studies"]
+            studies = json.load(answer)["study_summaries"]
         (summary,) = [s for s in studies if s["study_name"] == EXPERIMENT]
         page = f"{url}/dashboard/studies/{summary['study_id']}"
         dom = subprocess.run(
