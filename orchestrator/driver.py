@@ -14,6 +14,7 @@ import math
 import os
 import subprocess
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,7 +218,9 @@ def build_searcher(sweep: SweepConfig, run: TuneRun, storage):
         load_if_exists=True,
     )
     if study.metric_names is None:
-        study.set_metric_names(metrics)
+        with warnings.catch_warnings():  # experimental since Optuna 3.2, unchanged since
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(metrics)
     study.set_user_attr("experiment", sweep.experiment)
     study.set_user_attr("losses", list(run.losses))
     study.set_user_attr("objectives", [f"{o.mode} {o.metric}" for o in search.objectives])
