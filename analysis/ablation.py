@@ -14,11 +14,14 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from analysis.arm_values import SeedValues, arm_seed_values
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
 from analysis.choices import CORRECTIONS, FAMILIES, Correction
 from analysis.headline import headline, panel_title, panels, short_names
 from analysis.metric_names import resolve
 from analysis.metric_registry import direction
+from analysis.paired_options import PairedOptions
+from analysis.paired_stats import Tost, paired_ancova, tost_paired
 from analysis.seed_stats import (
     MeanCI,
     PairedTest,
@@ -27,7 +30,13 @@ from analysis.seed_stats import (
     mean_ci,
     paired_t_tests,
 )
-from analysis.selection import FINAL, ValueSpec, select_values
+from analysis.selection import (
+    FINAL,
+    ValueSpec,
+    missing_values_note,
+    select_values,
+    summary_direction,
+)
 from analysis.store import (
     DEFAULT_STATUSES,
     ResultsError,
@@ -38,48 +47,31 @@ from analysis.store import (
     read_latest,
     trial_summary,
 )
-from analysis.table import DASH, Result, Table, fmt_p, fmt_pm, fmt_pvalue, fmt_signed
-
-SeedValues = dict[str, float]
-"""seed_key -> value (the mean over trials of that arm and seed, normally exactly one)."""
+from analysis.table import DASH, Result, Table, fmt, fmt_ci, fmt_p, fmt_pm, fmt_pvalue, fmt_signed
 
 
-def arm_seed_values(
-    values: pl.DataFrame, arms: Arms, known: pl.DataFrame | None = None
-) -> tuple[pl.DataFrame, list[str]]:
-    """Per (arm, seed, metric [, step]) the value, averaged over repeated trials of one seed.
+def _tost_fields(tost: Tost | None, opts: PairedOptions) -> dict[str, object]:
+    """TOST columns of a record (none at all without --equivalence: the records stay as they
+    were)."""
+    if opts.equivalence is None:
+        return {}
+    return {
+        "sesoi": opts.equivalence,
+        "tost_p": tost.p if tost else None,
+        "tost_ci_low": tost.ci[0] if tost and tost.ci else None,
+        "tost_ci_high": tost.ci[1] if tost and tost.ci else None,
+        "equivalent": tost.equivalent if tost else None,
+    }
 
-    `values` has experiment, trial_id, metric, value and optionally step; values of trials that
-    are not in `arms` are dropped. `known` (experiment, trial_id of every trial in trials/, any
-    status) lets the notes mention metrics of trials the trials table does not list yet.
-    Non-finite values are left out (and counted in the notes).
-    """
-    notes = []
-    joined = values.join(arms.members, on=["experiment", "trial_id"], how="inner")
-    if known is not None:
-        orphans = values.join(known, on=["experiment", "trial_id"], how="anti")
-        if orphans.height:
-            n = orphans.select(pl.struct("experiment", "trial_id").n_unique()).item()
-            notes.append(f"{n} trial(s) have metrics but no row in trials/ yet: left out")
-    bad = joined.filter(~pl.col("value").is_finite())
-    if bad.height:
-        notes.append(
-            f"{bad.height} non-finite value(s) (diverged trials?) left out of: "
-            + ", ".join(sorted(set(bad["metric"].to_list())))
-        )
-    keys = ["arm", "seed_key", "metric"] + (["step"] if "step" in values.columns else [])
-    grouped = (
-        joined.filter(pl.col("value").is_finite())
-        .group_by(keys)
-        .agg(pl.col("value").mean(), pl.len().alias("n_trials"))
-    )
-    repeated = grouped.filter(pl.col("n_trials") > 1)
-    if repeated.height:
-        notes.append(
-            "some seeds were run by more than one trial of the same arm: their values are averaged "
-            "per seed before the interval is formed"
-        )
-    return grouped.drop("n_trials"), notes
+
+def _tost_text(tost: Tost | None) -> str:
+    if tost is None:
+        return ""
+    if tost.p is None:
+        return f"; TOST {DASH} ({tost.reason})"
+    ci = fmt_ci(*tost.ci) if tost.ci else DASH
+    verdict = "equivalent" if tost.equivalent else "not equivalent"
+    return f"; TOST {fmt_p(tost.p)} {ci}: {verdict}"
 
 
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no correction"}
@@ -91,8 +83,7 @@ def held_out_metrics(available: Sequence[str]) -> list[str]:
     return [m for m in available if m.startswith(("eval/", "gen/"))]
 
 
-def _best_rows(cells: list[MeanCI | None], metric: str) -> set[int]:
-    want = direction(metric)
+def _best_rows(cells: list[MeanCI | None], want: str | None) -> set[int]:
     means = [(i, c.mean) for i, c in enumerate(cells) if c is not None]
     if want is None or len(means) < 2:
         return set()
@@ -103,6 +94,39 @@ def _best_rows(cells: list[MeanCI | None], metric: str) -> set[int]:
 
 
 Column = tuple[str, ValueSpec]
+
+
+def collect_seed_values(
+    latest: pl.DataFrame,
+    arms: Arms,
+    values: Sequence[ValueSpec],
+    known: pl.DataFrame | None,
+    notes: list[str],
+) -> dict[tuple[str, str, ValueSpec], SeedValues]:
+    """(arm, metric, value kind) -> {seed_key: value} from deduplicated rows; what was left out
+    (steps not reported, summaries a trial cannot give, non-finite values) goes to `notes`."""
+    per: dict[tuple[str, str, ValueSpec], SeedValues] = defaultdict(dict)
+    for spec in values:
+        picked = select_values(latest, spec)
+        if spec.kind == "step":
+            have = picked.select(pl.struct("experiment", "trial_id").n_unique()).item()
+            total = latest.select(pl.struct("experiment", "trial_id").n_unique()).item()
+            if have < total:
+                notes.append(
+                    f"{total - have} of {total} trial(s) report nothing at step {spec.step}"
+                )
+        missing = missing_values_note(latest, picked, spec)
+        if missing:
+            notes.append(missing)
+        seed_values, more = arm_seed_values(
+            picked.filter(pl.col("value").is_not_null()), arms, known
+        )
+        notes += [n for n in more if n not in notes]
+        for arm, seed, metric, value in seed_values.select(
+            "arm", "seed_key", "metric", "value"
+        ).iter_rows():
+            per[(arm, metric, spec)][seed] = value
+    return per
 
 
 def _adjusted(
@@ -145,12 +169,15 @@ def ablation(
     level: float = 0.95,
     correction: Correction = "holm",
     family: str = "table",
+    options: PairedOptions | None = None,
 ) -> Result:
     """Build the ablation result: per panel a table of mean ± CI over seeds and, with several
-    seeds, a table of paired tests against the baseline with corrected p-values."""
+    seeds, a table of paired tests against the baseline with corrected p-values; `options` adds
+    one-sided tests, TOST, the covariate-adjusted difference and the plateau check."""
     if not values:
         raise ValueError("ablation needs at least one value kind")
     check_level(level)
+    opts = (options or PairedOptions()).checked()
     if correction not in CORRECTIONS:
         raise ResultsError(
             f"--correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}"
@@ -190,7 +217,11 @@ def ablation(
     arms = assign_arms(trials, by, pool=pool, block=block, baseline=baseline)
     result.notes += arms.notes
     known = load_trials(store).select("experiment", "trial_id")
-    latest, counts = read_latest(store, chosen)
+    covariate = resolve([opts.adjust_for], available)[0] if opts.adjust_for else None
+    if covariate and len(resolve([opts.adjust_for], available)) > 1:
+        raise ResultsError(f"--adjust-for takes one metric, {opts.adjust_for!r} matches several")
+    read = chosen if covariate is None or covariate in chosen else [*chosen, covariate]
+    latest, counts = read_latest(store, read)
     if counts.note():
         result.notes.append(counts.note())
 
@@ -200,32 +231,18 @@ def ablation(
     undirected = []
     for metric in chosen:
         for spec in values:
-            if spec.kind == "best" and direction(metric) is None:
-                undirected.append(metric)
+            if spec.needs_direction and direction(metric) is None:
+                undirected.append((spec.kind, metric))
                 continue
             columns.append((metric, spec))
-    if undirected:
+    for kind in dict.fromkeys(k for k, _ in undirected):
+        names = sorted({m for k, m in undirected if k == kind})
         result.notes.append(
-            f"no 'best' for {', '.join(sorted(set(undirected)))}: no direction is better "
+            f"no '{kind}' for {', '.join(names)}: no direction is better "
             "(see analysis/metric_registry.py)"
         )
 
-    per: dict[tuple[str, str, ValueSpec], SeedValues] = defaultdict(dict)
-    for spec in values:
-        picked = select_values(latest, spec)
-        if spec.kind == "step":
-            have = picked.select(pl.struct("experiment", "trial_id").n_unique()).item()
-            total = latest.select(pl.struct("experiment", "trial_id").n_unique()).item()
-            if have < total:
-                result.notes.append(
-                    f"{total - have} of {total} trial(s) report nothing at step {spec.step}"
-                )
-        seed_values, more = arm_seed_values(picked, arms, known)
-        result.notes += [n for n in more if n not in result.notes]
-        for arm, seed, metric, value in seed_values.select(
-            "arm", "seed_key", "metric", "value"
-        ).iter_rows():
-            per[(arm, metric, spec)][seed] = value
+    per = collect_seed_values(latest, arms, values, known, result.notes)
 
     arm_seeds = dict(arms.members.group_by("arm").agg(pl.col("seed_key").n_unique()).iter_rows())
     rows_in_use = [a for a in arms.order if any((a, m, s) in per for m, s in columns)]
@@ -268,7 +285,15 @@ def ablation(
             common = sorted(set(mine) & set(theirs))
             keys.append((arm, metric, spec))
             pairs.append(([mine[s] for s in common], [theirs[s] for s in common]))
-    tests = dict(zip(keys, paired_t_tests(pairs), strict=True))
+    tests = dict(zip(keys, paired_t_tests(pairs, opts.alternative), strict=True))
+    tosts = (
+        {
+            k: tost_paired(x, y, opts.equivalence, 1.0 - level)
+            for k, (x, y) in zip(keys, pairs, strict=True)
+        }
+        if opts.equivalence is not None
+        else {}
+    )
     has_baseline = any(
         a == baseline or arms.key_values[a].get("loss") == baseline for a in rows_in_use
     )
@@ -292,7 +317,7 @@ def ablation(
             "all": "every paired test of this command",
         }[family]
         result.notes.append(
-            f"paired tests: two-sided paired t over common seeds; p-values corrected with "
+            f"paired tests: {opts.sided} paired t over common seeds; p-values corrected with "
             f"{CORRECTION_NAMES[correction]}, family = {what} ({span} tests per family; "
             f"--correction, --family); bold: corrected p < {alpha:g}"
         )
@@ -319,7 +344,36 @@ def ablation(
             correction=correction,
             family=family,
             baseline=baseline,
+            opts=opts,
+            tosts=tosts,
         )
+        if covariate:
+            result.tables.append(
+                ancova_table(panel, panel_columns, per, covariate, base_of, rows_in_use, level)
+            )
+    if opts.equivalence is not None:
+        result.settings["equivalence"] = opts.equivalence
+        result.notes.append(
+            f"TOST: equivalence within ±{opts.equivalence:g} (--equivalence), two one-sided paired "
+            f"t-tests at α = {1 - level:g} each; p = the larger one-sided p, shown with the "
+            f"{100 * (1 - 2 * (1 - level)):g}% interval (equivalent iff it lies inside "
+            "±SESOI); not corrected for multiplicity (a claim of equivalence on every component "
+            "is an intersection-union test: analysis/family_rules.py)"
+        )
+    if opts.alternative != "two-sided":
+        result.settings["alternative"] = opts.alternative
+    if covariate:
+        result.settings["adjust_for"] = covariate
+        result.notes.append(
+            f"adjusted for {covariate} (--adjust-for): per seed, d_y = arm − baseline in the "
+            f"metric and d_x = arm − baseline in {covariate} (same value kind); OLS d_y = a + "
+            "b·d_x over seeds, a = the difference at matched covariate, b the slope; t "
+            "intervals with n − 2 df"
+        )
+    if opts.plateau is not None:
+        from analysis.plateau import flag_arms
+
+        flag_arms(result, store, trials, arms, opts, chosen, rows_in_use, level)
     if not adjusted:
         if tests:
             result.notes.append(
@@ -348,6 +402,8 @@ def _panel_tables(
     correction: Correction,
     family: str,
     baseline: str,
+    opts: PairedOptions,
+    tosts: dict[tuple[str, str, ValueSpec], Tost],
 ) -> list[Table]:
     """The mean ± CI table of one panel and, when it has any test, its paired-test table."""
     metrics = list(dict.fromkeys(m for m, _ in columns))
@@ -369,7 +425,7 @@ def _panel_tables(
         rows.append(row)
     for j, (metric, spec) in enumerate(columns):
         cells = [stats.get((arm, metric, spec)) for arm in rows_in_use]
-        marked |= {(i, j + 2) for i in _best_rows(cells, metric)}
+        marked |= {(i, j + 2) for i in _best_rows(cells, summary_direction(spec, metric))}
     for i, arm in enumerate(rows_in_use):
         for j, (metric, spec) in enumerate(columns):
             ci = stats.get((arm, metric, spec))
@@ -399,6 +455,7 @@ def _panel_tables(
                     "correction": correction if test and test.p is not None else None,
                     "family": family if test and test.p is not None else None,
                     "no_test_reason": test.reason if test else None,
+                    **_tost_fields(tosts.get((arm, metric, spec)), opts),
                 }
             )
     name = f"ablation_{panel}"
@@ -430,7 +487,8 @@ def _panel_tables(
                 if correction != "none":
                     text += f" ({_SHORT[correction]} {fmt_pvalue(p_adj)})"
                 # The pairs count only when fewer seeds pair up than the arm has.
-                row.append(text + (f" n={test.n}" if test.n < arm_seeds.get(arm, 0) else ""))
+                text += f" n={test.n}" if test.n < arm_seeds.get(arm, 0) else ""
+                row.append(text + _tost_text(tosts.get((arm, metric, spec))))
                 if p_adj < alpha:
                     sig_marked.add((len(sig_rows), j + 2))
         sig_rows.append(row)
@@ -439,11 +497,85 @@ def _panel_tables(
             Table(
                 name=f"{name}_vs_baseline",
                 title=f"{panel_title(panel, metrics)} — paired t-test vs {baseline} on common "
-                f"seeds: Δ = arm − {baseline}, p two-sided, corrected p in brackets (n: pairs, "
-                f"where fewer than the arm's seeds); bold: corrected p < {alpha:g}",
+                f"seeds: Δ = arm − {baseline}, p {opts.sided}, corrected p in brackets (n: pairs, "
+                f"where fewer than the arm's seeds); bold: corrected p < {alpha:g}"
+                + ("; TOST: equivalence test" if tosts else ""),
                 columns=["arm", "baseline", *labels],
                 rows=sig_rows,
                 marked=sig_marked,
             )
         )
     return out
+
+
+def ancova_table(
+    panel: str,
+    columns: list[Column],
+    per: dict[tuple[str, str, ValueSpec], SeedValues],
+    covariate: str,
+    base_of: dict[str, str],
+    rows_in_use: list[str],
+    level: float,
+) -> Table:
+    """The paired ANCOVA of every arm against its baseline in every column of one panel: the
+    difference at matched `covariate` (same value kind), the slope, their intervals."""
+    metrics = list(dict.fromkeys(m for m, _ in columns))
+    short = dict(zip(metrics, short_names(metrics), strict=True))
+    kinds = len({s for _, s in columns})
+    labels = [short[m] + (f" ({s.label})" if kinds > 1 else "") for m, s in columns]
+    rows, records = [], []
+    for arm in rows_in_use:
+        base = base_of.get(arm)
+        if base is None:
+            continue
+        row = [arm, base]
+        for metric, spec in columns:
+            if metric == covariate:
+                row.append(DASH)
+                continue
+            y1, y0 = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
+            x1, x0 = per.get((arm, covariate, spec), {}), per.get((base, covariate, spec), {})
+            common = sorted(set(y1) & set(y0) & set(x1) & set(x0))
+            fit = paired_ancova(
+                [y1[s] for s in common],
+                [y0[s] for s in common],
+                [x1[s] for s in common],
+                [x0[s] for s in common],
+                level,
+            )
+            if fit.intercept is None:
+                row.append(f"{DASH} ({fit.reason})")
+            else:
+                row.append(
+                    f"Δadj={fmt_signed(fit.intercept)} {fmt_ci(*fit.intercept_ci)} "
+                    f"{fmt_p(fit.p)}; slope {fmt(fit.slope, 3)} {fmt_ci(*fit.slope_ci)}"
+                )
+            records.append(
+                {
+                    "arm": arm,
+                    "baseline_arm": base,
+                    "metric": metric,
+                    "value_kind": spec.label,
+                    "covariate": covariate,
+                    "n_pairs": fit.n,
+                    "adjusted_diff": fit.intercept,
+                    "ci_low": fit.intercept_ci[0] if fit.intercept_ci else None,
+                    "ci_high": fit.intercept_ci[1] if fit.intercept_ci else None,
+                    "p": fit.p,
+                    "slope": fit.slope,
+                    "slope_ci_low": fit.slope_ci[0] if fit.slope_ci else None,
+                    "slope_ci_high": fit.slope_ci[1] if fit.slope_ci else None,
+                    "level": level,
+                    "no_test_reason": fit.reason,
+                }
+            )
+        rows.append(row)
+    return Table(
+        name=f"ablation_{panel}_adjusted",
+        title=f"{panel_title(panel, metrics)} — paired ANCOVA vs baseline: Δadj = arm − "
+        f"baseline at matched {covariate} (intercept of d_y on d_x over seeds), slope of d_y on "
+        f"d_x; {level * 100:g}% t intervals, p two-sided (uncorrected)",
+        columns=["arm", "baseline", *labels],
+        rows=rows,
+        data=pl.DataFrame(records, infer_schema_length=None),
+    )

@@ -15,6 +15,9 @@ import polars as pl
 
 from analysis.store import ResultsError, config_columns
 
+CONTROL = "control"
+"""The trials-table column naming a grid control arm (null for regular arms)."""
+
 
 def format_value(value: Any) -> str:
     """A configuration value as shown in labels: floats in shortest %g form."""
@@ -140,6 +143,7 @@ def assign_arms(
         labels.append(label)
     is_base = [
         baseline is not None
+        and key_values[label].get(CONTROL) is None  # a control arm is never a baseline
         and (label == baseline or key_values[label].get(baseline_column) == baseline)
         for label in labels
     ]
@@ -177,7 +181,8 @@ def baseline_arm(
     `value` may be an arm's label: then that arm is every other arm's baseline. Otherwise the
     baseline is the arm whose `column` equals `value` and that agrees with `label` on every
     other key column where both have a value (an mle arm has no alpha; it still matches a del arm
-    with any alpha but the same learning rate and model).
+    with any alpha but the same learning rate and model). A control arm (`control` set, e.g. mle
+    with another data order) is never the baseline: it is compared with the regular one.
     """
     if value in arms.key_values:
         # The baseline named by its arm label ("del (distance=False)"): that one arm, for every
@@ -186,16 +191,18 @@ def baseline_arm(
     mine = arms.key_values[label]
     if column not in arms.keys:
         return None, f"no {column} column among the row keys: no comparison with {value}"
-    if mine.get(column) == value:
+    if mine.get(column) == value and mine.get(CONTROL) is None:
         return None, None
     matches = []
     for other, theirs in arms.key_values.items():
-        if theirs.get(column) != value:
+        # A control arm (another data order, say) is never a baseline; it is compared with the
+        # regular baseline arm, like every other arm.
+        if theirs.get(column) != value or theirs.get(CONTROL) is not None:
             continue
         if all(
             mine[k] is None or theirs[k] is None or mine[k] == theirs[k]
             for k in arms.keys
-            if k != column
+            if k not in (column, CONTROL)
         ):
             matches.append(other)
     if not matches:

@@ -23,3 +23,6 @@ AGGREGATES: tuple[str, ...] = ("size", "trial")
 
 LR_MODES: tuple[str, ...] = ("best", "pool")
 """When the learning rate varies within a scaling fit: per size the best lr's trials, or all."""
+
+ALTERNATIVES: tuple[str, ...] = ("two-sided", "greater", "less")
+"""The paired tests' alternative hypothesis on mean(arm − baseline) (scipy.stats.ttest_rel's)."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis.ablation import arm_seed_values
+from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms
 from analysis.seed_stats import t_quantile
 from analysis.store import Store, read_latest

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from analysis.ablation import ablation, arm_seed_values
+from analysis.ablation import ablation
+from analysis.arm_values import arm_seed_values
 from analysis.arms import assign_arms
 from analysis.metric_names import splits
 from analysis.seed_stats import check_level, mean_ci

@@ -38,22 +38,6 @@ def benchmarks(available: Sequence[str]) -> list[str]:
     )
 
 
-def default_held_out(available: Sequence[str]) -> list[str]:
-    """The default ablation columns that exist: per split the HELD_OUT_LEAVES, then exact match
-    per benchmark and gen/macc."""
-    have = set(available)
-    out = [
-        f"eval/{s}/{leaf}"
-        for s in splits(available)
-        for leaf in HELD_OUT_LEAVES
-        if f"eval/{s}/{leaf}" in have
-    ]
-    out += [f"gen/{b}/exact_match" for b in benchmarks(available)]
-    if "gen/macc" in have:
-        out.append("gen/macc")
-    return out
-
-
 def resolve(patterns: Sequence[str], available: Sequence[str]) -> list[str]:
     """Metric names matching `patterns` (exact names or globs), in pattern order, no repeats.
 

@@ -21,6 +21,7 @@ from analysis.arms import Arms, assign_arms
 from analysis.curves import metric_curves
 from analysis.entropy import entropy
 from analysis.metric_names import DECOMPOSITION_LEAVES, splits
+from analysis.paired_options import PairedOptions
 from analysis.scaling import scaling
 from analysis.search import search
 from analysis.selection import FINAL, ValueSpec
@@ -215,9 +216,11 @@ def write_report(
     value: ValueSpec = FINAL,
     statuses: Sequence[str] | None = None,
     level: float = 0.95,
+    plateau: bool = False,
 ) -> Path:
     """Write `out`/index.html, `out`/figures/*.png and `out`/tables/*.{md,csv,tex,json}; return
-    the page's path."""
+    the page's path. `plateau`: the ablation section flags arms still learning (†) and has the
+    plateau table (analysis/plateau.py)."""
     out = Path(out)
     fig_dir, tables_dir = out / "figures", out / "tables"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -226,7 +229,8 @@ def write_report(
     files: dict[str, list[str]] = {}
 
     # Ablation, with learning curves per arm (running trials included: their steps so far).
-    abl = ablation(store, level=level, **status_kw)
+    options = PairedOptions(plateau="") if plateau else None
+    abl = ablation(store, level=level, options=options, **status_kw)
     curve_trials, _ = current_trials(store, statuses or CURVE_STATUSES)
     available = metric_names(store)
     abl_images = []

@@ -74,6 +74,10 @@ _HEAD = [("trial_id", pa.string()), ("status", pa.string()), ("loss", pa.string(
 _TAIL = [
     ("lr", pa.float64()),
     ("seed", pa.int64()),
+    ("seed_init", pa.int64()),
+    ("seed_data", pa.int64()),
+    ("seed_order", pa.int64()),
+    ("control", pa.string()),
     ("model", pa.string()),
     ("dataset", pa.string()),
     ("group", pa.string()),
@@ -87,6 +91,10 @@ TRIAL_COLUMNS = pa.schema(_HEAD + _TAIL)
 
 STATE_COLUMNS: frozenset[str] = frozenset({"trial_id", "status", "start", "end", "error", "ts"})
 """Trials-table columns that describe a trial's state; every other column is configuration."""
+SEED_SOURCE_COLUMNS: tuple[str, ...] = ("seed_init", "seed_data", "seed_order")
+"""The seeds a trial ran with per source (model init, generated data, data order): `seed` unless
+its config's `seeds` overrode one. Stores written before they existed lack these columns. They
+follow from `seed` and `control`, so they are never arm keys (`analysis.store.config_columns`)."""
 STARTS = "starts"
 """Column `trial_states` adds: how many times the trial started (RUNNING rows); a state column."""
 
@@ -107,12 +115,14 @@ def now() -> dt.datetime:
 
 def trial_row(trial_id: str, status: str, config: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """A trials-table row from a resolved TrialConfig (plain JSON): its loss, every parameter of
-    that loss under its own name, learning rate, seed, model, dataset; `extra` sets state."""
+    that loss under its own name, learning rate, seed (and the per-source seeds, the control
+    arm's name), model, dataset; `extra` sets state."""
     if status not in STATUSES:
         raise ValueError(f"trial status {status!r}; statuses: {', '.join(STATUSES)}")
     loss = config["loss"]
     model = config["model"]
     data = config["data"]
+    seeds = config.get("seeds") or {}  # absent in the configs of trials run before it existed
     return {
         "trial_id": trial_id,
         "status": status,
@@ -120,6 +130,11 @@ def trial_row(trial_id: str, status: str, config: dict[str, Any], **extra: Any) 
         **loss.get("params", {}),
         "lr": config["train"]["lr"],
         "seed": config["seed"],
+        **{
+            column: config["seed"] if seeds.get(source) is None else seeds[source]
+            for column, source in zip(SEED_SOURCE_COLUMNS, ("init", "data", "order"), strict=True)
+        },
+        "control": config.get("control"),
         "model": model["preset"] or model["path"],
         "dataset": data["source"] if data["source"] != "instructions" else data["path"],
         "group": None,

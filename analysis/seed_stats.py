@@ -95,10 +95,13 @@ def paired_t_test(x: Sequence[float], y: Sequence[float]) -> PairedTest:
     return paired_t_tests([(x, y)])[0]
 
 
-def paired_t_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[PairedTest]:
+def paired_t_tests(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]], alternative: str = "two-sided"
+) -> list[PairedTest]:
     """`paired_t_test` of every (x, y) in `pairs`, in order. scipy's tests are vectorised over an
     axis, so the tests with the same number of pairs go through one `ttest_rel(axis=1)` call (an
-    ablation over hundreds of arms makes thousands of tests)."""
+    ablation over hundreds of arms makes thousands of tests). `alternative`: scipy's, for
+    H1 mean(x − y) > 0 ("greater"), < 0 ("less") or ≠ 0 (default)."""
     out: list[PairedTest | None] = [None] * len(pairs)
     by_n: dict[int, list[int]] = {}
     for i, (x, y) in enumerate(pairs):
@@ -118,7 +121,7 @@ def paired_t_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> 
         equal = np.std(diffs, axis=1, ddof=1) <= EQUAL_RTOL * scale  # (k,)
         tested = np.flatnonzero(~equal)
         if tested.size:
-            res = stats.ttest_rel(xa[tested], ya[tested], axis=1)
+            res = stats.ttest_rel(xa[tested], ya[tested], axis=1, alternative=alternative)
             for j, t, p in zip(
                 tested, np.atleast_1d(res.statistic), np.atleast_1d(res.pvalue), strict=True
             ):

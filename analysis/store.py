@@ -283,8 +283,11 @@ def load_trials(store: Store) -> pl.DataFrame:
 
 
 def config_columns(trials: pl.DataFrame) -> list[str]:
-    """The configuration columns of a `load_trials` frame (experiment included, state excluded)."""
-    return [c for c in trials.columns if c not in STATE_COLUMNS]
+    """The configuration columns of a `load_trials` frame (experiment included, state excluded;
+    the per-source seeds excluded too: they follow from `seed` and `control`, and an arm
+    averages over seeds)."""
+    skip = STATE_COLUMNS | set(results.SEED_SOURCE_COLUMNS)
+    return [c for c in trials.columns if c not in skip]
 
 
 DEFAULT_STATUSES: tuple[str, ...] = ("TERMINATED",)

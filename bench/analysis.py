@@ -7,8 +7,8 @@ Generates (or with --reuse, keeps) a store of about 10 million metric rows over 
 under bench/out/analysis_store (git-ignored), then runs every job in a fresh Python subprocess and
 reports the job's wall time (imports excluded; import time is listed apart), its CPU time (user +
 system, all threads) and the subprocess's peak resident memory, which the subprocess reads from
-`resource.getrusage(RUSAGE_SELF).ru_maxrss` at the end. Timings are measurements for the README,
-never asserted anywhere.
+`resource.getrusage(RUSAGE_SELF).ru_maxrss` at the end. Timings are measurements for
+bench/README.md, never asserted anywhere.
 """
 
 from __future__ import annotations

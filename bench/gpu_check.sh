@@ -5,7 +5,7 @@
 # before it left their parts of the staged wheels in $GPU_CHECK_STAGE. In order, each part with
 # its own time cap, a failed part not stopping the others, logs written to $OUT as it goes:
 #   install      reassemble the wheels; a venv that sees the image's CUDA torch; `make venv
-#                smollm` offline from the staged wheels (the README's GPU section)
+#                smollm` offline from the staged wheels (docs/gpu.md)
 #   env          nvidia-smi, versions, DeepSpeed's op report, DeepSpeed's FusedAdam built (JIT)
 #   sweep-zero2  bench/gpu/sweep.yaml: mle and del, preset l, bf16 (precision auto), ZeRO-2
 #   sweep-zero3  the same with ZeRO-3
@@ -108,7 +108,7 @@ do_install() {
     make=$WORK/make-root/usr/bin/make
     echo "no make on this machine: using Debian's from the stage"
   fi
-  # The README's GPU path: torch (here the image's CUDA build) is importable in the venv, so
+  # The GPU path of docs/gpu.md: torch (here the image's CUDA build) is importable in the venv, so
   # `make` installs the project around it; offline, from the staged wheels (PIP_* above).
   "$make" venv smollm VENV="$VENV" PYTHON="$IMAGE_PYTHON"
   "$VENV/bin/python" -m pip list --format=freeze

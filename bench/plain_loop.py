@@ -75,9 +75,9 @@ def train(
     run = PlainRun(startup_s={"imports": IMPORTED_AT - started})
     dev = torch.device(device)
     train_cfg = cfg.train
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(cfg.seed_for("init"))
 
-    model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed)
+    model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed_for("init"))
     model.to(dev).train()
     run.vocab_size = model.get_output_embeddings().weight.shape[0]
     vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
@@ -117,7 +117,7 @@ def train(
         micro_batches = []
         for micro in range(train_cfg.grad_accum):
             indices = micro_batch_indices(
-                seed=cfg.seed,
+                seed=cfg.seed_for("order"),
                 n_examples=len(splits.train),
                 step=step,
                 micro=micro,

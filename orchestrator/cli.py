@@ -128,7 +128,7 @@ def _diff_keys(old: object, new: object, prefix: str = "") -> list[str]:
 
 def _plan(sweep: SweepConfig, max_concurrent: int, capacity: dict[str, float]) -> str:
     from orchestrator.driver import tune_runs
-    from orchestrator.search_space import grid_arms, searched_params
+    from orchestrator.search_space import grid_arms
 
     lines = [f"experiment {sweep.experiment}: mode {sweep.mode}"]
     if sweep.mode == "grid":
@@ -141,7 +141,7 @@ def _plan(sweep: SweepConfig, max_concurrent: int, capacity: dict[str, float]) -
                 f"Tune run {run.name}: {run.num_trials} Optuna trials over {', '.join(run.losses)}"
             )
         for loss in sweep.search.losses:
-            searched = searched_params(sweep.search, (loss,))
+            searched = sweep.search.searched_params((loss,))
             sampled = ", ".join(
                 f"{p.name} [{p.low:g}, {p.high:g}]" + (" log" if p.log else "") for p in searched
             )
@@ -229,9 +229,8 @@ def summary_metrics(sweep: SweepConfig, available: list[str], digits: bool = Tru
     sweep reports, the test split's headline metrics and gen/macc, where they were written."""
     from analysis.metric_names import HELD_OUT_LEAVES
     from analysis.metric_registry import MACC
-    from orchestrator.objectives import reported_metrics
 
-    reported = set(reported_metrics(sweep, digits)) & set(available)
+    reported = set(sweep.reported_metrics(digits)) & set(available)
     wanted = [f"eval/test/{leaf}" for leaf in HELD_OUT_LEAVES] + [MACC]
     return [m for m in wanted if m in reported]
 
@@ -249,6 +248,12 @@ def _finish(root: str, sweep: SweepConfig, n_trials: int, n_errors: int, digits:
     metrics = summary_metrics(sweep, available, digits)
     if metrics:
         analysis_main(["ablation", root, "--experiment", experiment, "--metric", ",".join(metrics)])
+    if sweep.mode == "grid":
+        from analysis.plateau import still_learning_warning
+
+        # A grid compares arms at their final step: say so when that step is mid-learning.
+        for line in still_learning_warning(root, experiment):
+            print(line)
     print(
         f"\n{n_trials} trials, {n_errors} failed. Results: {root}\n"
         "Next:\n"

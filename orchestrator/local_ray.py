@@ -36,11 +36,6 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
     return "local"
 
 
-def node_addresses() -> list[str]:
-    """Addresses of the cluster's live nodes (127.0.0.1 for the embedded instance)."""
-    return [n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive")]
-
-
 def cluster_capacity() -> dict[str, float]:
     """Total CPUs and GPUs of the connected cluster."""
     total = ray.cluster_resources()

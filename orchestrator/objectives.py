@@ -6,43 +6,40 @@ evaluation produces comes from its base trial (`trainables.trial_inputs.evaluati
 the parts its losses return. A name no trial can report is an error: a typo (with the closest
 names), or a metric this configuration never produces (with the reason), since Optuna and ASHA
 would otherwise wait for a value that never comes.
+
+A sweep is given as its base trial and its losses (`SweepConfig.trial`, `SweepConfig.losses`):
+the sweep schema calls these checks, so this module never imports it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
 
 from analysis import metric_registry as registry
-from trainables.config import evaluation_names, held_out_benchmark
+from trainables.config import TrialConfig, evaluation_names, held_out_benchmark
 from trainables.losses import LOSSES
 
-if TYPE_CHECKING:
-    from orchestrator.sweep_file import SweepConfig
 
-
-def sweep_losses(sweep: SweepConfig) -> list[str]:
-    return list(sweep.search.losses if sweep.mode == "search" else sweep.grid.losses)
-
-
-def loss_parts(losses: list[str]) -> list[str]:
+def loss_parts(losses: Sequence[str]) -> list[str]:
     """The parts the losses return (their `parts`), without repeats, in order."""
     return list(dict.fromkeys(part for loss in losses for part in LOSSES[loss].parts))
 
 
-def reported_metrics(sweep: SweepConfig, digits: bool = True) -> list[str]:
-    """Every metric name a trial of `sweep` reports (digit places expanded); `digits`: the
-    tokenizer has single-digit tokens, so the digit metrics exist."""
-    splits, benchmarks = evaluation_names(sweep.trial)
-    return registry.expand(splits, benchmarks, loss_parts(sweep_losses(sweep)), digits)
+def reported_metrics(trial: TrialConfig, losses: Sequence[str], digits: bool = True) -> list[str]:
+    """Every metric name a trial of a sweep with base trial `trial` and `losses` reports (digit
+    places expanded); `digits`: the tokenizer has single-digit tokens, so the digit metrics
+    exist."""
+    splits, benchmarks = evaluation_names(trial)
+    return registry.expand(splits, benchmarks, loss_parts(losses), digits)
 
 
-def _why_not(sweep: SweepConfig, name: str, digits: bool) -> str:
+def _why_not(trial: TrialConfig, losses: Sequence[str], name: str, digits: bool) -> str:
     """Why a registered metric is absent from this sweep's reports."""
     family = registry.family(name)
     assert family is not None
     values = family.match(name) or {}
-    data, generate = sweep.trial.data, sweep.trial.eval.generate_examples
-    splits, benchmarks = evaluation_names(sweep.trial)
+    data, generate = trial.data, trial.eval.generate_examples
+    splits, benchmarks = evaluation_names(trial)
     leaf = family.pattern.rsplit("/", 1)[-1]
     if "split" in values and values["split"] not in splits:
         if values["split"] == "extra":
@@ -67,16 +64,19 @@ def _why_not(sweep: SweepConfig, name: str, digits: bool) -> str:
         top = registry.MAX_PLACE
         return f"digit places run 0 .. {top - 1} (integer places), 1 .. {top} (decimal places)"
     if "part" in values:
-        parts = loss_parts(sweep_losses(sweep))
+        parts = loss_parts(losses)
         return (
             f"no loss of this sweep returns the part {values['part']!r} (parts: {', '.join(parts)})"
         )
     return "this sweep's evaluation does not produce it"
 
 
-def check_metric(sweep: SweepConfig, key: str, name: str, digits: bool = True) -> None:
-    """ValueError naming `key` when no trial of `sweep` reports the metric `name`."""
-    reported = reported_metrics(sweep, digits)
+def check_metric(
+    trial: TrialConfig, losses: Sequence[str], key: str, name: str, digits: bool = True
+) -> None:
+    """ValueError naming `key` when no trial of the sweep (`trial`, `losses`) reports the metric
+    `name`."""
+    reported = reported_metrics(trial, losses, digits)
     if name in reported:
         return
     if registry.family(name) is None:
@@ -88,15 +88,17 @@ def check_metric(sweep: SweepConfig, key: str, name: str, digits: bool = True) -
         )
         raise ValueError(f"{key}: unknown metric {name!r}{hint}")
     raise ValueError(
-        f"{key}: {name!r} is never reported by this sweep: {_why_not(sweep, name, digits)}"
+        f"{key}: {name!r} is never reported by this sweep: {_why_not(trial, losses, name, digits)}"
     )
 
 
-def check_metrics(sweep: SweepConfig, digits: bool = True) -> None:
-    """Check every metric name the sweep file gives: the search objectives (search mode) and the
-    early-stopping metric."""
-    if sweep.mode == "search":
-        for i, objective in enumerate(sweep.search.objectives):
-            check_metric(sweep, f"search.objectives[{i}].metric", objective.metric, digits)
-    if sweep.early_stopping is not None:
-        check_metric(sweep, "early_stopping.metric", sweep.early_stopping.metric, digits)
+def check_metrics(
+    trial: TrialConfig,
+    losses: Sequence[str],
+    named: Iterable[tuple[str, str]],
+    digits: bool = True,
+) -> None:
+    """Check every (key, metric name) the sweep file gives (`SweepConfig.named_metrics`: the
+    search objectives and the early-stopping metric)."""
+    for key, name in named:
+        check_metric(trial, losses, key, name, digits)

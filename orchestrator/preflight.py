@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.objectives import check_metrics, sweep_losses
 from orchestrator.sweep_file import SweepConfig
 from trainables.data import mathgen
 from trainables.data.benchmarks import load_benchmark
@@ -21,9 +20,9 @@ def preflight(sweep: SweepConfig) -> dict[str, str]:
     Raises ValueError (or FileNotFoundError) naming what is wrong."""
     trial = sweep.trial
     tokenizer, config = load_tokenizer_and_config(trial.model, trial.cache_dir)
-    vocabs = [check_tokenizer_for_loss(tokenizer, loss) for loss in sweep_losses(sweep)]
+    vocabs = [check_tokenizer_for_loss(tokenizer, loss) for loss in sweep.losses]
     digits = vocabs[0] is not None  # the same tokenizer for every loss
-    check_metrics(sweep, digits)
+    sweep.check_metrics(digits)
     data = trial.data
     if data.source == "mathgen":
         # One problem per module proves every module name is valid and the generator runs.

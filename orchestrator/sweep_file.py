@@ -10,25 +10,62 @@
 
 `load_sweep(path, overrides)` reads the file, applies dotted command-line overrides
 (`train.lr=3e-4` is short for `trial.train.lr=3e-4`; `search.num_trials=64`), and validates it:
-the structure here, the loss parameters against each loss's parameter model
-(`orchestrator.search_space`), the objective and early-stopping metrics against the metric
-registry (`orchestrator.objectives`). Errors name the file and the key (`SweepFileError`).
-Field docstrings are the docs.
+the structure here, the loss parameters against each loss's parameter model (the search's and
+the grid's own checks, through `trainables.losses.params`), the objective and early-stopping
+metrics against the metric registry (`orchestrator.objectives`). Errors name the file and the key
+(`SweepFileError`). Field docstrings are the docs.
+
+The schema validates itself: the checks it runs import downward only (the losses, the metric
+registry, `orchestrator.objectives`), and the modules that turn a sweep into trials
+(`orchestrator.search_space`, the driver) import this one, never the other way round.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from orchestrator.objectives import check_metrics
-from orchestrator.search_space import check_grid, check_search
+from orchestrator import objectives
 from trainables.config import TrialConfig
-from trainables.losses import LOSSES
+from trainables.losses import LOSSES, ParamError, loss_params
+from trainables.losses.params import check_range, check_value
+
+GLOBAL_PARAMS = ("lr",)
+"""Searched parameters that belong to no loss."""
+
+
+def optuna_name(loss: str, param: str) -> str:
+    """The Optuna (and Tune config) name of loss `loss`'s parameter `param`."""
+    return f"{loss}.{param}"
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    """A `search.space` key (or an Optuna name) as (loss, param); loss None for a bare name."""
+    loss, dot, param = key.partition(".")
+    return (loss, param) if dot else (None, key)
+
+
+@dataclass(frozen=True)
+class SearchedParam:
+    """One Optuna dimension: a loss's parameter (or a global one, `loss` None) and its range."""
+
+    loss: str | None
+    param: str
+    low: float
+    high: float
+    log: bool
+    key: str
+    """The `search.space` key it comes from."""
+
+    @property
+    def name(self) -> str:
+        return self.param if self.loss is None else optuna_name(self.loss, self.param)
 
 
 class SweepFileError(ValueError):
@@ -88,6 +125,103 @@ class SearchConfig(_Strict):
     (a path ending in .log or .journal). Default: SQLite `experiments/<E>/optuna.db` under a
     local results root (required for a remote results root)."""
 
+    def searched_params(self, losses: tuple[str, ...] | None = None) -> list[SearchedParam]:
+        """Every dimension the search samples for `losses` (default: all of the search's), loss
+        parameters in the order of the losses, global ones last.
+
+        ValueError (naming the `search.space` key) for a loss that is not in search.losses, a
+        parameter no loss of the search takes, a flag, or a range its loss's model does not
+        allow."""
+        chosen = tuple(losses or self.losses)
+        found: dict[tuple[str, str], SearchedParam] = {}
+        for key, r in self.space.items():
+            loss, param = split_key(key)
+            where = f"search.space.{key}"
+            if loss is None and param in GLOBAL_PARAMS:
+                continue
+            if loss is not None:
+                if loss not in self.losses:
+                    raise ValueError(f"{where}: loss {loss!r} is not in search.losses")
+                if param not in loss_params(loss):
+                    takes = ", ".join(loss_params(loss)) or "no parameters"
+                    raise ValueError(
+                        f"{where}: loss {loss!r} does not take {param!r} (it takes: {takes})"
+                    )
+                targets = [loss]
+            else:
+                takers = [n for n in self.losses if param in loss_params(n)]
+                if not takers:
+                    raise ValueError(f"{where}: no loss in search.losses takes {param!r}")
+                # the shorthand covers the losses without a range of their own
+                targets = [n for n in takers if optuna_name(n, param) not in self.space]
+            for target in targets:
+                try:
+                    check_range(target, LOSSES[target].Params, param, r.low, r.high)
+                except ParamError as err:
+                    raise ValueError(f"{where}: {err}") from None
+                found[(target, param)] = SearchedParam(target, param, r.low, r.high, r.log, key)
+        ordered = [found[k] for loss in chosen for k in found if k[0] == loss]
+        ordered += [
+            SearchedParam(None, key, r.low, r.high, r.log, key)
+            for key, r in self.space.items()
+            if key in GLOBAL_PARAMS
+        ]
+        return ordered
+
+    def check(self) -> None:
+        """Validate the space and the enqueued trials against the losses' parameter models;
+        ValueError naming the key."""
+        searched = {(p.loss, p.param) for p in self.searched_params()}
+        losses = self.losses
+        for i, point in enumerate(self.enqueue):
+            loss = point.get("loss", losses[0] if len(losses) == 1 else None)
+            if loss not in losses:
+                raise ValueError(f"search.enqueue[{i}].loss: give one of {', '.join(losses)}")
+            for param, value in point.items():
+                where = f"search.enqueue[{i}].{param}"
+                if param == "loss":
+                    continue
+                owner = None if param in GLOBAL_PARAMS else str(loss)
+                if owner is not None:
+                    if param not in loss_params(owner):
+                        raise ValueError(f"{where}: loss {loss!r} does not take {param!r}")
+                    try:
+                        check_value(owner, LOSSES[owner].Params, param, value)
+                    except ParamError as err:
+                        raise ValueError(f"{where}: {err}") from None
+                if (owner, param) not in searched:
+                    name = param if owner is None else optuna_name(owner, param)
+                    raise ValueError(
+                        f"{where}: {name} is not searched (search.space has no range for it), "
+                        "so Optuna would drop this value; add a range or leave it out"
+                    )
+
+
+class SeedOffsets(_Strict):
+    """What a control arm adds to each grid seed, per source (0 = that source keeps the seed)."""
+
+    init: int = 0
+    """Added to the model-initialisation seed."""
+    data: int = 0
+    """Added to the data seed (generated problems)."""
+    order: int = 0
+    """Added to the data-order seed."""
+
+
+class ControlArm(_Strict):
+    """A control arm: one loss (with fixed parameters) run on every grid seed (and preset) with
+    some of its seeds moved, e.g. `{loss: mle, seed_offsets: {order: 1000}}` = the same model
+    and data as the `mle` arm of each seed, another data order. Its trials keep the grid seed in
+    `seed` (so they pair with the other arms' trials of that seed) and their own seeds in
+    `seeds`; the trials table's `control` column holds the control's name."""
+
+    loss: str = "mle"
+    """A loss of `grid.losses`."""
+    params: dict[str, float | bool] = Field(default_factory=dict)
+    """Its fixed hyper-parameters (the others keep their defaults)."""
+    seed_offsets: SeedOffsets
+    """Per-source offsets from the grid seed; at least one must be non-zero."""
+
 
 class GridConfig(_Strict):
     losses: list[str] = Field(default_factory=lambda: ["mle", "del"])
@@ -100,11 +234,66 @@ class GridConfig(_Strict):
     """Fixed hyper-parameters per loss name, e.g. {del: {alpha: 0.01}}; a list makes one arm per
     entry (variants of one loss), e.g. {del: [{}, {distance: true}]} for DEL with and without its
     distance term. Parameters a variant does not give keep their defaults."""
+    controls: dict[str, ControlArm] = Field(default_factory=dict)
+    """Control arms by name, each run on every seed and preset beside the arms above, e.g.
+    {reorder: {loss: mle, seed_offsets: {order: 1000}}}: trajectory noise (same model and data,
+    another order) measured next to the losses' differences, paired by seed."""
 
     def variants(self, loss: str) -> list[dict[str, float | bool]]:
         """The parameter sets of `loss`'s arms (one, the defaults, when none are given)."""
         given = self.params.get(loss, {})
         return list(given) if isinstance(given, list) else [given]
+
+    def check(self) -> None:
+        """Validate the fixed parameters against the losses' models; ValueError naming the key."""
+        for name, given in self.params.items():
+            if name not in self.losses:
+                raise ValueError(f"grid.params.{name}: {name!r} is not in grid.losses")
+            variants = self.variants(name)
+            if not variants:
+                raise ValueError(f"grid.params.{name}: an empty list gives {name!r} no arm")
+            for index, params in enumerate(variants):
+                prefix = f"grid.params.{name}" + (f"[{index}]" if isinstance(given, list) else "")
+                _check_grid_variant(name, params, prefix)
+            duplicates = [v for i, v in enumerate(variants) if v in variants[:i]]
+            if duplicates:
+                raise ValueError(f"grid.params.{name}: variant {duplicates[0]} is listed twice")
+        for name, control in self.controls.items():
+            self._check_control(name, control)
+
+    def _check_control(self, name: str, control: ControlArm) -> None:
+        """One `grid.controls` entry; ValueError naming the key."""
+        where = f"grid.controls.{name}"
+        if not CONTROL_NAME.fullmatch(name):
+            raise ValueError(f"{where}: a control's name is letters, digits, '_', '.', '-'")
+        if control.loss not in self.losses:
+            raise ValueError(
+                f"{where}.loss: {control.loss!r} is not in grid.losses "
+                f"({', '.join(self.losses)}); a control re-runs an arm of the grid"
+            )
+        _check_grid_variant(control.loss, control.params, f"{where}.params")
+        if not any(control.seed_offsets.model_dump().values()):
+            raise ValueError(
+                f"{where}.seed_offsets: all zero, the control would repeat the {control.loss} "
+                "arm; give e.g. {order: 1000}"
+            )
+
+
+CONTROL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""A grid control arm's name (it becomes a value of the trials table's `control` column)."""
+
+
+def _check_grid_variant(name: str, params: dict[str, Any], prefix: str) -> None:
+    """One parameter set of a grid loss against the loss's model; ValueError naming the key."""
+    for param, value in params.items():
+        where = f"{prefix}.{param}"
+        if param not in loss_params(name):
+            takes = ", ".join(loss_params(name)) or "no parameters"
+            raise ValueError(f"{where}: loss {name!r} does not take {param!r} (it takes: {takes})")
+        try:
+            check_value(name, LOSSES[name].Params, param, value)
+        except ParamError as err:
+            raise ValueError(f"{where}: {err}") from None
 
 
 class EarlyStopping(_Strict):
@@ -179,9 +368,36 @@ class SweepConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     """TensorBoard, MLflow and W&B runs of the trials (none by default)."""
 
+    @property
+    def losses(self) -> list[str]:
+        """The losses of this sweep's mode (`search.losses` or `grid.losses`)."""
+        return list(self.search.losses if self.mode == "search" else self.grid.losses)
+
+    def named_metrics(self) -> list[tuple[str, str]]:
+        """Every metric name the sweep file gives, with its key: the search objectives (search
+        mode) and the early-stopping metric."""
+        named = []
+        if self.mode == "search":
+            named += [
+                (f"search.objectives[{i}].metric", o.metric)
+                for i, o in enumerate(self.search.objectives)
+            ]
+        if self.early_stopping is not None:
+            named.append(("early_stopping.metric", self.early_stopping.metric))
+        return named
+
+    def reported_metrics(self, digits: bool = True) -> list[str]:
+        """Every metric name a trial of this sweep reports (`orchestrator.objectives`)."""
+        return objectives.reported_metrics(self.trial, self.losses, digits)
+
+    def check_metrics(self, digits: bool = True) -> None:
+        """ValueError naming the key of a metric the sweep file gives that no trial reports;
+        `digits`: the tokenizer has single-digit tokens (preflight knows, the schema assumes)."""
+        objectives.check_metrics(self.trial, self.losses, self.named_metrics(), digits)
+
     @model_validator(mode="after")
     def _losses_params_metrics(self) -> SweepConfig:
-        losses = self.search.losses if self.mode == "search" else self.grid.losses
+        losses = self.losses
         if not losses:
             raise ValueError(f"{self.mode}.losses: give at least one loss")
         for name in losses:
@@ -189,11 +405,13 @@ class SweepConfig(_Strict):
                 raise ValueError(
                     f"{self.mode}.losses: unknown loss {name!r}; known: {', '.join(LOSSES)}"
                 )
+        if self.trial.control is not None:
+            raise ValueError("trial.control: set per trial by grid.controls; leave it out")
         if self.mode == "search":
-            check_search(self.search)
+            self.search.check()
         else:
-            check_grid(self.grid)
-        check_metrics(self)
+            self.grid.check()
+        self.check_metrics()
         return self
 
 

@@ -321,7 +321,10 @@ def test_cli_prints_tables_and_exits_2_on_bad_input(
             ["ablation", str(golden), "--metric", "eval/test/nope"],
             "unknown metric 'eval/test/nope'",
         ),
-        (["ablation", str(golden), "--value", "last"], "--value must be final, best or step:N"),
+        (
+            ["ablation", str(golden), "--value", "last"],
+            "--value must be one of final, best, step:N",
+        ),
         (["search", str(golden), "--status", "DONE"], "unknown status DONE"),
         (["entropy", str(golden), "--split", "extra"], "unknown split 'extra'"),
         (["ablation", str(golden), "--level", "1.5"], "confidence level must be in (0, 1)"),

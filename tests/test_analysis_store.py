@@ -125,9 +125,9 @@ def test_value_kinds(golden: Path) -> None:
 def test_parse_value() -> None:
     assert parse_value("step:300") == ValueSpec("step", 300)
     assert parse_values(["final,best", "final"]) == [FINAL, BEST]
-    with pytest.raises(ValueError, match="final, best or step:N"):
+    with pytest.raises(ValueError, match="final, best, step:N"):
         parse_value("last")
-    with pytest.raises(ValueError, match="final, best or step:N"):
+    with pytest.raises(ValueError, match="final, best, step:N"):
         parse_value("step:-1")
 
 

@@ -1,7 +1,7 @@
 """The losses' parameter models are the one source of their parameters: what the model says
 (defaults, allowed ranges, docs) is what validation, the Optuna space, the trials table, `numsweep
-status` and the README say. A loss defined here and registered for one test shows that adding a
-loss needs its file and one registry line, and nothing else."""
+status` and the docs (README.md, docs/results-store.md) say. A loss defined here and registered
+for one test shows that adding a loss needs its file and one registry line, and nothing else."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from orchestrator.sweep_file import SweepConfig, SweepFileError, load_sweep
 from trainables.losses import LOSSES, LossParams, ParamError, build_loss, loss_params
 from trainables.losses.contract import Batch, LossOutput, TokenLoss
 from trainables.losses.cross_entropy import token_nll
-from trainables.losses.docs import loss_table, readme_blocks, render, trials_columns
+from trainables.losses.docs import BLOCKS, loss_table, main, readme_blocks, render, trials_columns
 from trainables.losses.params import check_range, param_specs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,11 +131,33 @@ def test_a_new_loss_flows_to_validation_search_space_trials_status_and_docs(foca
     assert "`gamma: double`" in trials_columns()
 
 
-def test_the_readme_tables_are_the_generated_ones():
-    readme = (ROOT / "README.md").read_text()
-    blocks = readme_blocks(readme)
-    assert set(blocks) == {"loss-table", "trials-columns"}
-    assert render(readme) == readme, "run `python -m trainables.losses.docs --write README.md`"
+# Where each generated block lives (`make docs` writes these files).
+GENERATED = {"README.md": {"loss-table"}, "docs/results-store.md": {"trials-columns"}}
+
+
+def test_the_docs_tables_are_the_generated_ones():
+    assert set().union(*GENERATED.values()) == set(BLOCKS)
+    for name, expected in GENERATED.items():
+        text = (ROOT / name).read_text()
+        assert set(readme_blocks(text)) == expected, name
+        assert render(text) == text, f"{name}: stale, run `make docs`"
+    makefile = (ROOT / "Makefile").read_text()
+    assert "trainables.losses.docs --write " + " ".join(GENERATED) in makefile
+
+
+def test_make_docs_rewrites_stale_blocks_and_refuses_a_missing_one(tmp_path, capsys):
+    readme, store = tmp_path / "README.md", tmp_path / "store.md"
+    readme.write_text("intro\n<!-- generated: loss-table -->\nold\n<!-- end: loss-table -->\nend\n")
+    store.write_text("<!-- generated: trials-columns -->\n<!-- end: trials-columns -->\n")
+    assert main(["--write", str(readme), str(store)]) == 0
+    assert (
+        readme.read_text()
+        == f"intro\n<!-- generated: loss-table -->\n{loss_table()}\n<!-- end: loss-table -->\nend\n"
+    )
+    assert trials_columns() in store.read_text()
+    with pytest.raises(SystemExit) as exit_:
+        main(["--write", str(readme)])  # no file holds trials-columns
+    assert exit_.value.code == 2 and "trials-columns" in capsys.readouterr().err
 
 
 def test_specs_are_read_from_the_model():

@@ -13,7 +13,6 @@ from analysis import metric_registry as registry
 from analysis.metric_names import DECOMPOSITION_LEAVES, HELD_OUT_LEAVES
 from analysis.results import METRICS_SCHEMA, ResultsStore, trial_row, trials_schema
 from orchestrator.cli import _finish, summary_metrics
-from orchestrator.objectives import reported_metrics
 from orchestrator.parquet_sink import METRIC_PREFIXES
 from orchestrator.search_space import trial_config
 from orchestrator.sweep_file import SweepConfig
@@ -83,16 +82,16 @@ def test_reported_names_follow_the_configuration():
     sweep = SweepConfig.model_validate(
         {**base, "trial": {"data": {"n_extra": 10}, "eval": {"generate_examples": 4}}}
     )
-    names = reported_metrics(sweep)
+    names = sweep.reported_metrics()
     assert {"eval/extra/ce", "gen/mathgen_extra/mae", "gen/macc", "train/demd"} <= set(names)
     assert "train/aux" not in names  # no digit loss in this sweep
     assert "eval/test/digit_acc_int_7" in names and "eval/test/digit_acc_int_8" not in names
     assert "eval/test/digit_acc_dec_8" in names and "eval/test/digit_acc_dec_0" not in names
     quiet = SweepConfig.model_validate({**base, "trial": {"eval": {"generate_examples": 0}}})
-    names = reported_metrics(quiet)
+    names = quiet.reported_metrics()
     assert not [n for n in names if n.startswith("gen/")]
     assert "eval/extra/ce" not in names
-    assert not [n for n in reported_metrics(quiet, digits=False) if "digit" in n]
+    assert not [n for n in quiet.reported_metrics(digits=False) if "digit" in n]
 
 
 @pytest.mark.parametrize(
@@ -134,7 +133,7 @@ def test_the_summary_asks_only_for_what_the_sweep_reported(tmp_path, capsys):
     for i, loss in enumerate(("mle", "del")):
         trial = f"t{i}"
         trials.append(trial_row(trial, "TERMINATED", trial_config(sweep, {"loss": loss}, trial)))
-        for metric in reported_metrics(sweep):
+        for metric in sweep.reported_metrics():
             if metric.startswith("eval/test/"):
                 rows.append(
                     {

@@ -100,15 +100,17 @@ def test_bad_sweep_files_name_file_and_key(tmp_path, data, key, message):
     assert str(path) in text and key in text and message in text, text
 
 
-def test_the_readme_sweep_examples_validate():
+def test_the_docs_sweep_examples_validate():
     import re
 
-    readme = (ROOT / "README.md").read_text()
-    examples = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", readme, re.S)]
-    sweeps = [e for e in examples if isinstance(e, dict) and "mode" in e]
-    assert len(sweeps) >= 2
-    for example in sweeps:
-        SweepConfig.model_validate(example)
+    found = {}
+    for name in ("README.md", "docs/sweeps.md"):
+        text = (ROOT / name).read_text()
+        examples = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+        found[name] = [e for e in examples if isinstance(e, dict) and "mode" in e]
+        for example in found[name]:
+            SweepConfig.model_validate(example)
+    assert len(found["docs/sweeps.md"]) >= 2 and len(found["README.md"]) >= 1
 
 
 def test_not_yaml_and_missing_file(tmp_path):

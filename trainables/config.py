@@ -128,11 +128,33 @@ class LossConfig(_Strict):
         return self
 
 
+class SeedsConfig(_Strict):
+    """Per-source seeds; each null one is the trial's `seed` (so `seed` alone seeds all three)."""
+
+    init: int | None = None
+    """Model initialisation (and torch's global generator in the worker)."""
+    data: int | None = None
+    """Generated problems (train, held-out and extrapolation sets) and data splits."""
+    order: int | None = None
+    """The order in which training examples are drawn (`trainables.data_order`)."""
+
+
+SEED_SOURCES = ("init", "data", "order")
+"""The sources of randomness a trial seeds separately (`TrialConfig.seeds`)."""
+
+
 class TrialConfig(_Strict):
     experiment: str = "default"
     trial_id: str = "local"
     seed: int = 0
-    """Seeds model init, data generation and data order; the same for every loss of an arm."""
+    """Seeds model init, data generation and data order (unless `seeds` overrides one); the same
+    for every loss of an arm, and the key that pairs trials of different arms."""
+    seeds: SeedsConfig = Field(default_factory=SeedsConfig)
+    """Overrides of `seed` for one source: `{order: 1000}` keeps the model init and the data of
+    `seed` and draws the examples in another order."""
+    control: str | None = None
+    """Name of the grid control arm this trial belongs to (`grid.controls`), null for a regular
+    arm; recorded in the trials table so analysis keeps it an arm of its own."""
     cache_dir: str = Field(default_factory=lambda: str(Path.home() / ".cache" / "numsweep"))
     """Where tokenizers, generated data and converted models are cached."""
     launched_at: float | None = None
@@ -143,6 +165,11 @@ class TrialConfig(_Strict):
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
+
+    def seed_for(self, source: Literal["init", "data", "order"]) -> int:
+        """The seed of one source of randomness: its override in `seeds`, else `seed`."""
+        given = getattr(self.seeds, source)
+        return self.seed if given is None else given
 
 
 def held_out_benchmark(data: DataConfig) -> str:

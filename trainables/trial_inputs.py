@@ -1,7 +1,8 @@
 """What a trial trains on: its tokenizer, its model and its encoded data splits.
 
 Everything here is a function of the `TrialConfig` alone, so every worker of a trial (and every
-trial with the same seed) builds the same model and the same data.
+trial with the same seeds) builds the same model and the same data: the model from
+`config.seed_for("init")`, the data from `config.seed_for("data")`.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def held_out_split(
 
 def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
     """Training data, held-out teacher-forced splits and generation benchmarks for a trial."""
-    data, seed = config.data, config.seed
+    data, seed = config.data, config.seed_for("data")
     chat = config.model.chat_template
     train, test = held_out_split(data, seed, config.cache_dir)
     splits = Splits(train=encode_records(tokenizer, train, data.max_length, chat))

@@ -104,7 +104,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     context = ray.train.get_context()
     rank, world_size = context.get_world_rank(), context.get_world_size()
     device = ray.train.torch.get_device()
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(cfg.seed_for("init"))
 
     # ---- model, tokenizer, loss, data ------------------------------------------------------
     train = cfg.train
@@ -123,7 +123,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         from transformers.integrations import HfDeepSpeedConfig
 
         hf_ds_config = HfDeepSpeedConfig(ds_config)  # noqa: F841  (must stay alive)
-    model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed)
+    model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed_for("init"))
     vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
     # What the loss takes from the model (EMO: a frozen copy of the output embedding), now,
     # before training moves the weights.
@@ -240,7 +240,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         micro_batches = []
         for micro in range(train.grad_accum):
             indices = micro_batch_indices(
-                seed=cfg.seed,
+                seed=cfg.seed_for("order"),
                 n_examples=len(splits.train),
                 step=step,
                 micro=micro,

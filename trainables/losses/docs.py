@@ -1,12 +1,14 @@
-"""The README's tables that are derived from the loss registry: the losses with their parameters
-(from each loss's parameter model and `definition`) and the trials table's columns (from
-`analysis.results.trials_schema` over the registry's parameter columns).
+"""The docs' tables that are derived from the loss registry: the losses with their parameters
+(from each loss's parameter model and `definition`; in README.md) and the trials table's columns
+(from `analysis.results.trials_schema` over the registry's parameter columns; in
+docs/results-store.md).
 
     python -m trainables.losses.docs                 # print the generated blocks
-    python -m trainables.losses.docs --write README.md   # replace them in the README
+    python -m trainables.losses.docs --write README.md docs/results-store.md   # = make docs
 
-Each block sits between `<!-- generated: NAME -->` and `<!-- end: NAME -->`; a test keeps the
-README's blocks equal to what this module generates.
+Each block sits between `<!-- generated: NAME -->` and `<!-- end: NAME -->`; a file may hold any
+of them, and the files written together must hold every one. A test keeps the committed blocks
+equal to what this module generates.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def _pattern(name: str) -> re.Pattern[str]:
 
 
 def readme_blocks(text: str) -> dict[str, str]:
-    """The generated blocks found in a README's text, by name."""
+    """The generated blocks found in a Markdown file's text, by name."""
     return {
         name: found.group(2)
         for name in BLOCKS
@@ -74,10 +76,13 @@ def readme_blocks(text: str) -> dict[str, str]:
 
 
 def render(text: str) -> str:
-    """`text` with every generated block replaced by its current content."""
+    """`text` with every generated block it holds replaced by its current content; ValueError
+    when it holds none."""
+    if not readme_blocks(text):
+        raise ValueError(
+            f"no block '<!-- generated: NAME -->' … '<!-- end: NAME -->' ({', '.join(BLOCKS)})"
+        )
     for name, make in BLOCKS.items():
-        if _pattern(name).search(text) is None:
-            raise ValueError(f"no block '<!-- generated: {name} -->' … '<!-- end: {name} -->'")
         text = _pattern(name).sub(
             lambda m, make=make: f"{m.group(1)}\n{make()}\n{m.group(3)}", text
         )
@@ -86,13 +91,24 @@ def render(text: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="replace the generated blocks in this file")
+    parser.add_argument(
+        "--write", type=Path, nargs="+", help="replace the generated blocks in these files"
+    )
     args = parser.parse_args(argv)
     if args.write is None:
         for name, make in BLOCKS.items():
             print(f"<!-- generated: {name} -->\n{make()}\n<!-- end: {name} -->\n")
         return 0
-    args.write.write_text(render(args.write.read_text()))
+    texts = {path: path.read_text() for path in args.write}
+    missing = set(BLOCKS).difference(*(readme_blocks(t) for t in texts.values()))
+    if missing:
+        files = ", ".join(map(str, texts))
+        parser.error(f"no file of {files} holds the block(s) {', '.join(sorted(missing))}")
+    for path, text in texts.items():
+        try:
+            path.write_text(render(text))
+        except ValueError as err:
+            parser.error(f"{path}: {err}")
     return 0
 
 

@@ -1,0 +1,86 @@
+"""Verdicts on a family of component tests, each helper named for its rule, so that a study's
+verdict code says which one it applies and cannot mix them up:
+
+- `all_of` — intersection–union: the family's claim is "every component holds". It is supported
+  iff EVERY component is significant (raw p < α) in the predicted direction. No multiplicity
+  correction: the intersection–union test of level α needs none (Berger 1982); a Holm
+  correction on top only costs power.
+- `any_of` — union–intersection: the claim is "at least one component holds". It is supported
+  iff at least one component is significant after Holm's correction over the family (which
+  controls the family-wise error rate) in the predicted direction and none is significant
+  against it.
+
+Both call a family "not supported" when a component is significant (by the rule's p) against the
+prediction, and "inconclusive" otherwise. A component without a test (too few seeds) leaves the
+family inconclusive under `all_of`, and counts as not significant under `any_of`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from analysis.seed_stats import adjust_p
+
+ALL_OF = "all_of: intersection-union, supported iff every component p < alpha, no correction"
+ANY_OF = "any_of: supported iff at least one Holm-adjusted p < alpha (none against)"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One test of a family: its name, the predicted sign of the difference (+1 / −1), the
+    estimated difference and its raw p (None: no test)."""
+
+    name: str
+    predicted: int
+    estimate: float | None
+    p: float | None
+
+
+@dataclass(frozen=True)
+class FamilyVerdict:
+    rule: str
+    verdict: str
+    alpha: float
+    results: dict[str, str] = field(default_factory=dict)
+    """component name -> "as predicted", "against", "n.s." or "no test"."""
+    p_used: dict[str, float | None] = field(default_factory=dict)
+    """component name -> the p the rule judged it by (raw for all_of, Holm for any_of)."""
+
+
+def _judge(c: Component, p: float | None, alpha: float) -> str:
+    if p is None or c.estimate is None:
+        return "no test"
+    if p >= alpha:
+        return "n.s."
+    return "as predicted" if (c.estimate > 0) == (c.predicted > 0) else "against"
+
+
+def all_of(components: Sequence[Component], alpha: float = 0.05) -> FamilyVerdict:
+    """Intersection–union rule (see the module docstring): raw p-values, no correction."""
+    p_used = {c.name: c.p for c in components}
+    results = {c.name: _judge(c, c.p, alpha) for c in components}
+    values = list(results.values())
+    if values and all(r == "as predicted" for r in values):
+        verdict = "supported"
+    elif "against" in values:
+        verdict = "not supported"
+    else:
+        verdict = "inconclusive"
+    return FamilyVerdict(ALL_OF, verdict, alpha, results, p_used)
+
+
+def any_of(components: Sequence[Component], alpha: float = 0.05) -> FamilyVerdict:
+    """ "At least one" rule (see the module docstring): Holm-adjusted over the tested components."""
+    tested = [c for c in components if c.p is not None]
+    holm = dict(zip([c.name for c in tested], adjust_p([c.p for c in tested], "holm"), strict=True))
+    p_used = {c.name: holm.get(c.name) for c in components}
+    results = {c.name: _judge(c, p_used[c.name], alpha) for c in components}
+    values = list(results.values())
+    if "against" in values:
+        verdict = "not supported"
+    elif "as predicted" in values:
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    return FamilyVerdict(ANY_OF, verdict, alpha, results, p_used)

@@ -1,0 +1,43 @@
+"""The named verdict rules (analysis/family_rules.py): intersection–union (every component at
+raw p < α, no correction) and "any of" (Holm), on hand-made components whose Holm p-values are
+derived by hand in the test."""
+
+from __future__ import annotations
+
+from analysis.family_rules import ALL_OF, ANY_OF, Component, all_of, any_of
+from tests.analysis_fixtures import holm_by_definition
+
+
+def comps(*specs) -> list[Component]:
+    return [Component(f"c{i}", pred, est, p) for i, (pred, est, p) in enumerate(specs)]
+
+
+def test_all_of_uses_raw_p_without_correction() -> None:
+    # 0.03 and 0.04: both < 0.05 raw, Holm would give 0.06 and 0.06
+    family = comps((+1, 0.1, 0.03), (+1, 0.2, 0.04))
+    assert holm_by_definition([0.03, 0.04]) == [0.06, 0.06]
+    v = all_of(family)
+    assert v.verdict == "supported" and v.rule == ALL_OF
+    assert v.p_used == {"c0": 0.03, "c1": 0.04}
+    assert any_of(family).verdict == "inconclusive"  # Holm: neither < 0.05
+
+
+def test_all_of_needs_every_component() -> None:
+    assert all_of(comps((+1, 0.1, 0.01), (+1, 0.1, 0.2))).verdict == "inconclusive"
+    assert all_of(comps((+1, 0.1, 0.01), (-1, 0.1, 0.01))).verdict == "not supported"
+    assert all_of(comps((+1, 0.1, 0.01), (+1, None, None))).verdict == "inconclusive"
+    assert all_of([]).verdict == "inconclusive"
+
+
+def test_any_of_uses_holm() -> None:
+    ps = [0.01, 0.04, 0.3]
+    family = comps((+1, 0.1, ps[0]), (+1, 0.1, ps[1]), (+1, 0.1, ps[2]))
+    v = any_of(family)
+    assert v.rule == ANY_OF and v.verdict == "supported"
+    assert list(v.p_used.values()) == holm_by_definition(ps)
+    assert v.results == {"c0": "as predicted", "c1": "n.s.", "c2": "n.s."}
+    # significant against the prediction after Holm: not supported
+    assert any_of(comps((+1, -0.1, 0.001), (+1, 0.1, 0.5))).verdict == "not supported"
+    # a component without a test is left out of Holm's family
+    v = any_of(comps((+1, 0.1, 0.02), (+1, None, None)))
+    assert v.p_used == {"c0": 0.02, "c1": None} and v.verdict == "supported"
