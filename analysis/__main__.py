@@ -40,7 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
         # help strings are %-formatted by argparse, descriptions are not
         p = sub.add_parser(name, help=help_text, description=help_text.replace("%%", "%"))
-        p.add_argument("results", metavar="RESULTS", help="the results root of a sweep")
+        p.add_argument(
+            "results",
+            metavar="RESULTS",
+            help="the results root of a sweep: a path or a URI (s3://bucket/prefix)",
+        )
         p.add_argument(
             "--experiment",
             action="append",

@@ -2,7 +2,11 @@
 the scaling verdict), then ablation, entropy, scaling and search in full with PNG figures; every
 table also written as Markdown, CSV and LaTeX, and every command's result as JSON. Everything is
 referenced by relative path and styled inline, so the folder can be copied anywhere and opened
-offline."""
+offline.
+
+Each figure appears once: the summary's key figures are linked, not drawn again, from their
+sections. With fewer model sizes than a scaling fit needs, the scaling section is one line that
+says so (no verdict table of empty rows, no one-size figures)."""
 
 from __future__ import annotations
 
@@ -76,11 +80,22 @@ def _table_block(t: Table, files: dict[str, list[str]]) -> list[str]:
     ]
 
 
-def _section(result: Result, files: dict[str, list[str]], images: Sequence[tuple[str, str]]) -> str:
+def _section(
+    result: Result,
+    files: dict[str, list[str]],
+    images: Sequence[tuple[str, str]],
+    in_summary: Sequence[tuple[str, str]] = (),
+) -> str:
     parts = [f"<h2>{html.escape(result.title)}</h2>"]
     parts += [f"<p>{html.escape(line)}</p>" for line in result.header]
     for src, alt in images:
-        parts.append(f'<img src="{html.escape(src)}" alt="{html.escape(alt)}">')
+        if (src, alt) in in_summary:
+            parts.append(
+                f'<p class="files">figure {html.escape(alt)}: in the <a href="#summary">'
+                f'summary</a> (<a href="{html.escape(src)}">{html.escape(src)}</a>)</p>'
+            )
+        else:
+            parts.append(f'<img src="{html.escape(src)}" alt="{html.escape(alt)}">')
     for t in result.tables:
         if t.show:
             parts += _table_block(t, files)
@@ -119,26 +134,45 @@ def _curve_title(what: str, arms: Arms, level: float) -> str:
 
 def _summary(
     abl: Result,
-    sca: Result,
+    sca: Result | None,
     files: dict[str, list[str]],
     images: Sequence[tuple[str, str]],
 ) -> str:
     """The page's first section: the headline tables, the key figures and the scaling verdict,
     each also in its own section below."""
-    parts = ["<h2>Summary</h2>"]
+    parts = ['<h2 id="summary">Summary</h2>']
     parts += [f"<p>{html.escape(line)}</p>" for line in abl.header]
     for t in abl.tables:
         if not t.name.endswith("_vs_baseline"):
             parts += _table_block(t, files)
     for src, alt in images:
         parts.append(f'<img src="{html.escape(src)}" alt="{html.escape(alt)}">')
-    for t in sca.tables:
+    for t in sca.tables if sca is not None else []:
         if t.name == "scaling_verdict":
             parts += _table_block(t, files)
     if len(parts) == 1 + len(abl.header):
         parts.append("<p><i>Nothing to summarise yet: see the sections below.</i></p>")
     parts.append("<p>Details, notes and every other table follow.</p>")
     return "\n".join(parts)
+
+
+MIN_FIT_SIZES = 3
+"""Distinct model sizes a scaling fit needs (what `analysis.scaling` fits at least)."""
+
+
+def _sizes(sca: Result) -> int:
+    """The most distinct model sizes any scaling line of `sca` has."""
+    entries = sca.figure_data.get("scaling", [])
+    return max((len(set(map(float, e["n"]))) for e in entries), default=0)
+
+
+def _too_few_sizes(sca: Result, sizes: int) -> str:
+    """The scaling section of a store with fewer sizes than a fit needs: one line."""
+    return (
+        f"<h2>{html.escape(sca.title)}</h2>\n<p>Scaling: fewer than {MIN_FIT_SIZES} sizes "
+        f"({sizes}): no fit, no verdict and no figure. A scaling fit needs {MIN_FIT_SIZES} or "
+        "more distinct model sizes (a grid over <code>grid.presets</code>).</p>"
+    )
 
 
 def _scaling_figures(sca: Result, fig_dir: Path) -> list[tuple[str, str]]:
@@ -247,8 +281,11 @@ def write_report(
     files.update(_write_tables(ent, tables_dir))
 
     sca = scaling(store, params=params, value=value, n_boot=n_boot, level=level, **status_kw)
-    sca_images = _scaling_figures(sca, fig_dir)
-    files.update(_write_tables(sca, tables_dir))
+    sizes = _sizes(sca)
+    fitted = sizes >= MIN_FIT_SIZES  # else the scaling part is one line, no empty tables
+    sca_images = _scaling_figures(sca, fig_dir) if fitted else []
+    if fitted:
+        files.update(_write_tables(sca, tables_dir))
 
     sea = search(store, objectives=objectives, value=value, **status_kw)
     sea_images = []
@@ -264,11 +301,11 @@ def write_report(
 
     key_images = ent_images[:1] + sca_images[:1] + [i for i in sca_images if "ee_share" in i[0]]
     sections = [
-        _summary(abl, sca, files, key_images),
-        _section(abl, files, abl_images),
-        _section(ent, files, ent_images),
-        _section(sca, files, sca_images),
-        _section(sea, files, sea_images),
+        _summary(abl, sca if fitted else None, files, key_images),
+        _section(abl, files, abl_images, key_images),
+        _section(ent, files, ent_images, key_images),
+        _section(sca, files, sca_images, key_images) if fitted else _too_few_sizes(sca, sizes),
+        _section(sea, files, sea_images, key_images),
     ]
     experiments = html.escape(", ".join(store.experiments))
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -1,6 +1,12 @@
-"""Reading a results store (schema version 1) with polars: lazy scans of the long metrics table,
-deduplication, and the current state of every trial. The store's layout, schemas, row keys and
-trial-state rule are `analysis.results`; this module applies them to local part files.
+"""The results store's reader (schema version 1), for `analysis` and `numsweep status` alike: lazy
+polars scans of the long metrics table, deduplication, and the current state of every trial. The
+store's layout, schemas, row keys, trial-state rule and its writer are `analysis.results`; this
+module reads them, under a local path or a URI (s3://bucket/prefix, gs://…, file://…).
+
+Part files are listed with pyarrow's filesystem for the root (`pyarrow.fs.FileSystem.from_uri`)
+and scanned by polars, which reads the same URIs itself; both take credentials from the usual
+environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, an S3-compatible
+server's address from AWS_ENDPOINT_URL).
 
 Every command goes through `open_store` (which lists the part files and checks their footers, so a
 part still being written by a running sweep is skipped with a note instead of failing the read),
@@ -10,12 +16,15 @@ then `scan_metrics` (projection + predicate pushdown into the Parquet scan) and 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from analysis import results
 from analysis.results import METRIC_KEY, METRIC_VERSION, STATUSES
@@ -54,52 +63,103 @@ class ResultsError(ValueError):
 class Store:
     """The readable part files of the selected experiments under one results root."""
 
-    root: Path
+    root: str
+    """The results root as given: a local path or a URI."""
     experiments: tuple[str, ...]
-    metric_files: dict[str, tuple[Path, ...]]
-    trial_files: dict[str, tuple[Path, ...]]
+    metric_files: dict[str, tuple[str, ...]]
+    """Per experiment, its readable metrics parts: local paths, or URIs under a URI root."""
+    trial_files: dict[str, tuple[str, ...]]
     notes: list[str] = field(default_factory=list)
     """What was skipped while listing (unreadable part files), for the user."""
+    storage_options: dict[str, str] | None = None
+    """What polars needs beyond the environment to read a URI root (None for a local one)."""
 
 
-def _experiment_dirs(folder: Path) -> dict[str, Path]:
-    if not folder.is_dir():
+@dataclass(frozen=True)
+class _Root:
+    """A results root opened with pyarrow: its filesystem, the root's path on it, and how a path
+    on it is named for polars (a local path, or the URI)."""
+
+    fs: pafs.FileSystem
+    base: str
+    scheme: str | None
+
+    def name(self, path: str) -> str:
+        return path if self.scheme is None else f"{self.scheme}://{path}"
+
+
+def _open_root(root: str) -> _Root:
+    if "://" not in root:
+        return _Root(pafs.LocalFileSystem(), str(Path(root).expanduser().absolute()), None)
+    try:
+        fs, base = pafs.FileSystem.from_uri(root)
+    except Exception as err:  # pyarrow raises several types for a bad or unreachable URI
+        raise ResultsError(f"results URI {root}: cannot open it: {err}") from err
+    scheme = root.split("://", 1)[0]
+    return _Root(fs, base.rstrip("/"), None if scheme == "file" else scheme)
+
+
+def _storage_options(root: str) -> dict[str, str] | None:
+    """polars reads credentials and AWS_ENDPOINT_URL from the environment; a plain-http endpoint
+    (a local S3-compatible server) it also has to be allowed to use."""
+    if not root.startswith("s3://"):
+        return None
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL", "")
+    return {"aws_allow_http": "true"} if endpoint.startswith("http://") else None
+
+
+def _experiment_dirs(where: _Root, folder: str) -> dict[str, str]:
+    if where.fs.get_file_info(folder).type != pafs.FileType.Directory:
         return {}
     return {
-        d.name.removeprefix(results.PARTITION): d
-        for d in sorted(folder.iterdir())
-        if d.is_dir() and d.name.startswith(results.PARTITION)
+        info.base_name.removeprefix(results.PARTITION): info.path
+        for info in sorted(where.fs.get_file_info(pafs.FileSelector(folder)), key=lambda i: i.path)
+        if info.type == pafs.FileType.Directory and info.base_name.startswith(results.PARTITION)
     }
 
 
 def _readable_parts(
-    folder: Path, notes: list[str], required: Collection[str] = ()
-) -> tuple[Path, ...]:
+    where: _Root, folder: str, notes: list[str], required: Collection[str] = ()
+) -> tuple[str, ...]:
     """The part files whose Parquet footer reads; a part a live sweep is still writing fails that
     check and is left out (and mentioned) rather than breaking the whole scan. A readable part
     without the `required` columns is an error naming the file."""
+    infos = where.fs.get_file_info(pafs.FileSelector(folder))
     parts = []
-    for path in sorted(folder.glob(f"{results.PART_PREFIX}*{results.PART_SUFFIX}")):
+    for path in sorted(
+        i.path
+        for i in infos
+        if i.base_name.startswith(results.PART_PREFIX) and i.base_name.endswith(results.PART_SUFFIX)
+    ):
         try:
-            schema = pl.read_parquet_schema(path)
-        except Exception as err:  # polars raises several error types for a torn file
-            notes.append(f"skipped unreadable file {path} ({type(err).__name__}: {err})")
+            schema = pq.read_schema(path, filesystem=where.fs)
+        except Exception as err:  # pyarrow raises several error types for a torn file
+            notes.append(
+                f"skipped unreadable file {where.name(path)} ({type(err).__name__}: {err})"
+            )
             continue
-        missing = [c for c in required if c not in schema]
+        missing = [c for c in required if c not in schema.names]
         if missing:
-            raise ResultsError(f"metrics file {path} lacks column(s) {', '.join(missing)}")
-        parts.append(path)
+            raise ResultsError(
+                f"metrics file {where.name(path)} lacks column(s) {', '.join(missing)}"
+            )
+        parts.append(where.name(path))
     return tuple(parts)
 
 
 def open_store(root: str | Path, experiments: Sequence[str] | None = None) -> Store:
-    """List the results under `root`, for `experiments` (default: every experiment present)."""
-    root = Path(root)
-    if not root.exists():
+    """List the results under `root` (a path or a URI), for `experiments` (default: every
+    experiment present)."""
+    root = str(root)
+    where = _open_root(root)
+    kind = where.fs.get_file_info(where.base).type
+    if kind == pafs.FileType.NotFound:
         raise ResultsError(f"results directory {root} does not exist")
-    if not root.is_dir():
+    if kind != pafs.FileType.Directory:
         raise ResultsError(f"results path {root} is not a directory")
-    metric_dirs, trial_dirs = (_experiment_dirs(root / table) for table in results.TABLES)
+    metric_dirs, trial_dirs = (
+        _experiment_dirs(where, f"{where.base}/{table}") for table in results.TABLES
+    )
     found = sorted(set(metric_dirs) | set(trial_dirs))
     if not found:
         raise ResultsError(
@@ -118,13 +178,13 @@ def open_store(root: str | Path, experiments: Sequence[str] | None = None) -> St
         chosen = tuple(found)
     notes: list[str] = []
     metric_files = {
-        e: _readable_parts(metric_dirs[e], notes, METRICS_SCHEMA) if e in metric_dirs else ()
+        e: _readable_parts(where, metric_dirs[e], notes, METRICS_SCHEMA) if e in metric_dirs else ()
         for e in chosen
     }
     trial_files = {
-        e: _readable_parts(trial_dirs[e], notes) if e in trial_dirs else () for e in chosen
+        e: _readable_parts(where, trial_dirs[e], notes) if e in trial_dirs else () for e in chosen
     }
-    return Store(root, chosen, metric_files, trial_files, notes)
+    return Store(root, chosen, metric_files, trial_files, notes, _storage_options(root))
 
 
 def scan_metrics(store: Store, metrics: Collection[str] | None = None) -> pl.LazyFrame:
@@ -139,6 +199,7 @@ def scan_metrics(store: Store, metrics: Collection[str] | None = None) -> pl.Laz
             schema=METRICS_SCHEMA,
             extra_columns="ignore",
             cast_options=_CAST,
+            storage_options=store.storage_options,
         )
         if metrics is not None:
             lf = lf.filter(pl.col("metric").is_in(list(metrics)))
@@ -195,7 +256,7 @@ def _read_trial_parts(store: Store) -> pl.DataFrame | None:
     frames = []
     for experiment, files in store.trial_files.items():
         for path in files:
-            df = pl.read_parquet(path)
+            df = pl.read_parquet(path, storage_options=store.storage_options)
             missing = [c for c in ("trial_id", "status", "ts") if c not in df.columns]
             if missing:
                 raise ResultsError(f"trials file {path} lacks column(s) {', '.join(missing)}")

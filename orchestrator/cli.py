@@ -1,12 +1,15 @@
 """Command line: `numsweep {sweep,extend,status,compact}` (also `python -m orchestrator …`).
 
-    numsweep sweep CONFIG [KEY=VALUE …] [--results DIR] [--name E] [--dry-run]   (any order)
-    numsweep extend E --trials N [--results DIR]
+    numsweep sweep CONFIG [KEY=VALUE …] [--results DIR] [--name E] [--dry-run] [--verbose]
+    numsweep extend E --trials N [--results DIR] [--verbose]
     numsweep status E [--results DIR]
     numsweep compact E [--results DIR]
 
 `sweep` on an experiment that already exists under the results root resumes it (unfinished and
-errored trials continue from their last checkpoint). Exit codes: 0 done, 1 some trials failed,
+errored trials continue from their last checkpoint). While it runs, one progress line (redrawn on
+a terminal, periodic lines otherwise); `--verbose` shows Ray Tune's status tables instead. A
+results root may be a URI (s3://bucket/prefix: credentials from the AWS_* variables, a
+non-AWS endpoint from AWS_ENDPOINT_URL). Exit codes: 0 done, 1 some trials failed,
 2 bad input (nothing launched, nothing written).
 """
 
@@ -31,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def results(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--results", default="results", help="results root (default ./results)")
+        p.add_argument(
+            "--results", default="results", help="results root: a path or a URI (default ./results)"
+        )
         p.add_argument("--address", help="Ray address (default: RAY_ADDRESS, else local Ray)")
 
     sweep = sub.add_parser("sweep", help="run (or resume) a sweep file on Ray")
@@ -43,10 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="validate model, tokenizer and data, print the trial and resource plan, start nothing",
     )
+    verbose = {"action": "store_true", "help": "Ray Tune's status tables, not the progress line"}
+    sweep.add_argument("--verbose", **verbose)
     results(sweep)
     extend = sub.add_parser("extend", help="add trials to a search, continuing its Optuna study")
     extend.add_argument("experiment")
     extend.add_argument("--trials", type=int, required=True, help="trials to add")
+    extend.add_argument("--verbose", **verbose)
     results(extend)
     status = sub.add_parser("status", help="trials, states, best values and file locations")
     status.add_argument("experiment")
@@ -155,6 +163,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.name:
         overrides.append(f"experiment={args.name}")
     sweep = load_sweep(args.config, overrides)
+    _check_tracking(sweep)
     root = _results_root(args.results)
     resume = _check_resume(sweep, root)
 
@@ -180,8 +189,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     max_concurrent = _concurrency_or_usage(sweep, cluster_capacity())
     verb = "resuming" if resume else "starting"
     print(f"numsweep: {verb}; Ray ({how}), {max_concurrent} trial(s) at a time, results in {root}")
-    outcome = run_sweep(sweep, root, max_concurrent=max_concurrent)
+    outcome = run_sweep(sweep, root, max_concurrent=max_concurrent, verbose=args.verbose)
     return _finish(root, sweep, outcome.n_trials, outcome.n_errors, digits)
+
+
+def _check_tracking(sweep: SweepConfig) -> None:
+    from orchestrator.tracking import TrackingUnavailable, check_tracking
+
+    try:
+        check_tracking(sweep.tracking)
+    except TrackingUnavailable as err:
+        raise UsageError(str(err)) from err
 
 
 def _concurrency_or_usage(sweep: SweepConfig, capacity: dict[str, float]) -> int:
@@ -256,6 +274,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
         raise UsageError(f"experiment {args.experiment!r} is a grid; only searches can be extended")
     if args.trials < 1:
         raise UsageError(f"--trials must be >= 1, got {args.trials}")
+    _check_tracking(sweep)
     from analysis.results import ExperimentPaths
     from orchestrator.driver import run_sweep, tune_runs
     from orchestrator.local_ray import cluster_capacity, connect
@@ -265,7 +284,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
     how = connect(args.address)
     max_concurrent = _concurrency_or_usage(sweep, cluster_capacity())
     print(f"numsweep: extending {sweep.experiment} by {args.trials} trial(s); Ray ({how})")
-    outcome = run_sweep(sweep, root, max_concurrent=max_concurrent, runs=runs)
+    outcome = run_sweep(sweep, root, max_concurrent=max_concurrent, runs=runs, verbose=args.verbose)
     return _finish(root, sweep, outcome.n_trials, outcome.n_errors, digits=True)
 
 

@@ -14,6 +14,7 @@ import math
 import os
 import subprocess
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from ray.tune.integration.ray_train import TuneReportCallback
 
 from analysis.results import SCHEMA_VERSION, ExperimentPaths, ResultsStore
 from orchestrator.parquet_sink import ParquetSink
+from orchestrator.progress import ProgressCallback
 from orchestrator.search_space import (
     define_by_run,
     enqueue_params,
@@ -33,6 +35,7 @@ from orchestrator.search_space import (
     trial_params,
 )
 from orchestrator.sweep_file import SweepConfig
+from orchestrator.tracking import tracking_callbacks, trial_name
 from trainables.entry import train_loop_per_worker
 
 # The Tune trial itself only waits on its Train run: no CPU, a token of memory (Tune refuses an
@@ -205,16 +208,25 @@ def build_searcher(sweep: SweepConfig, run: TuneRun, storage):
     metrics = [o.metric for o in search.objectives]
     modes = [o.mode for o in search.objectives]
     name = study_name(sweep, run)
-    if search.enqueue and name not in {
-        s.study_name for s in optuna.get_all_study_summaries(storage)
-    }:
-        # A new study: queue the sweep's first trials (Ray's OptunaSearch loads this study and
-        # asks it for trials, which returns the queued ones first).
-        study = optuna.create_study(
-            storage=storage,
-            study_name=name,
-            directions=["maximize" if m == "max" else "minimize" for m in modes],
-        )
+    new = name not in {s.study_name for s in optuna.get_all_study_summaries(storage)}
+    # The study is created here (Ray's OptunaSearch loads it): with its objectives' names, which
+    # optuna-dashboard shows instead of "Objective 0", and what it belongs to.
+    study = optuna.create_study(
+        storage=storage,
+        study_name=name,
+        directions=["maximize" if m == "max" else "minimize" for m in modes],
+        load_if_exists=True,
+    )
+    if study.metric_names is None:
+        with warnings.catch_warnings():  # experimental since Optuna 3.2, unchanged since
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(metrics)
+    study.set_user_attr("experiment", sweep.experiment)
+    study.set_user_attr("losses", list(run.losses))
+    study.set_user_attr("objectives", [f"{o.mode} {o.metric}" for o in search.objectives])
+    if new:
+        # A new study: queue the sweep's first trials (Ray's OptunaSearch asks the study for
+        # trials, which returns the queued ones first).
         for point in search.enqueue:
             if point.get("loss", run.losses[0]) in run.losses:
                 study.enqueue_trial(enqueue_params(point, run.losses), skip_if_exists=True)
@@ -225,6 +237,7 @@ def build_searcher(sweep: SweepConfig, run: TuneRun, storage):
         sampler=sampler,
         study_name=name,
         storage=storage,
+        experiment=sweep.experiment,
     )
 
 
@@ -244,10 +257,27 @@ def _scheduler(sweep: SweepConfig):
     )
 
 
+def progress_callback(sweep: SweepConfig, run: TuneRun) -> ProgressCallback:
+    """The progress line of `run`: its first objective (a search) or the early-stopping metric."""
+    if sweep.mode == "search":
+        first = sweep.search.objectives[0]
+        return ProgressCallback(run.name, run.num_trials, first.metric, first.mode)
+    stop = sweep.early_stopping
+    return ProgressCallback(run.name, run.num_trials, stop and stop.metric, stop and stop.mode)
+
+
 def _tuner(
-    sweep: SweepConfig, run: TuneRun, paths: ExperimentPaths, sink: ParquetSink, max_concurrent: int
+    sweep: SweepConfig,
+    run: TuneRun,
+    paths: ExperimentPaths,
+    sink: ParquetSink,
+    max_concurrent: int,
+    verbose: bool = False,
 ):
-    """A Tuner for `run`: restored from its storage when it exists there (resume), else new."""
+    """A Tuner for `run`: restored from its storage when it exists there (resume), else new.
+
+    A restored Tuner keeps the callbacks and verbosity it was built with (Ray restores its run
+    config): the progress line and tracking of a resumed sweep are those it started with."""
     trainable = tune.with_resources(
         tune.with_parameters(
             run_trial, sweep=sweep.model_dump(mode="json"), storage_path=paths.ray_storage
@@ -266,11 +296,15 @@ def _tuner(
             scheduler=_scheduler(sweep),
             num_samples=run.num_trials,
             max_concurrent_trials=max_concurrent,
+            trial_name_creator=trial_name,
         )
         param_space: dict[str, Any] = {}
     else:
         tune_config = tune.TuneConfig(
-            num_samples=1, max_concurrent_trials=max_concurrent, scheduler=_scheduler(sweep)
+            num_samples=1,
+            max_concurrent_trials=max_concurrent,
+            scheduler=_scheduler(sweep),
+            trial_name_creator=trial_name,
         )
         param_space = {"arm": tune.grid_search(grid_arms(sweep))}
     tuner = tune.Tuner(
@@ -280,9 +314,14 @@ def _tuner(
         run_config=tune.RunConfig(
             name=run.name,
             storage_path=paths.ray_storage,
-            callbacks=[sink],
+            callbacks=[
+                sink,
+                *tracking_callbacks(sweep.tracking, sweep.experiment),
+                *([] if verbose else [progress_callback(sweep, run)]),
+            ],
             failure_config=tune.FailureConfig(max_failures=sweep.resources.trial_max_failures),
-            verbose=1,
+            # Tune's status tables with --verbose; else the one progress line above.
+            verbose=1 if verbose else 0,
         ),
     )
     return tuner, False
@@ -294,6 +333,7 @@ def run_sweep(
     *,
     max_concurrent: int,
     runs: list[TuneRun] | None = None,
+    verbose: bool = False,
 ) -> SweepOutcome:
     """Run (or resume) every Tune experiment of `sweep` on the connected Ray cluster, streaming
     metrics to `results_root`."""
@@ -313,7 +353,7 @@ def run_sweep(
         sink = ParquetSink(store, resolve)
         # A restored Tuner brings back the sink it was built with; the sink reads what is
         # already on disk when the run starts, so nothing is written twice.
-        tuner, resumed = _tuner(sweep, run, paths, sink, max_concurrent)
+        tuner, resumed = _tuner(sweep, run, paths, sink, max_concurrent, verbose)
         if not resumed:
             store.write_manifest(manifest(sweep))
         resumed_any |= resumed

@@ -1,52 +1,49 @@
 """`numsweep status E`: an experiment's trials, their states and best values, and its files.
 
-Read through the results module (`analysis.results`: local paths and pyarrow URIs) with the
-same rules the analysis applies, so the two agree by construction: trial states by
-`trial_states`, one value per (trial, step, metric) by `analysis.store.latest_rows`, a trial's
-objective value by `analysis.selection` (its final value).
+Read through the store reader the analysis uses (`analysis.store`: local paths and URIs), so
+the two agree by construction: trial states by `load_trials` (the store's trial-state rule), one
+value per (trial, step, metric) by `read_latest`, a trial's objective value by
+`analysis.selection` (its final value).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from analysis.results import STARTS, TABLES, ExperimentPaths, ResultsStore, trial_states
+from analysis.results import STARTS, TABLES, ExperimentPaths
 from analysis.selection import FINAL, select_values
-from analysis.store import latest_rows
+from analysis.store import ResultsError, Store, load_trials, open_store, read_latest, scan_metrics
 from orchestrator.driver import study_storage, tune_runs
 from orchestrator.sweep_file import SweepConfig
 from trainables.losses import param_columns
 
 
-def current_trials(store: ResultsStore) -> pl.DataFrame | None:
-    """One row per trial of the experiment by the store's trial-state rule (None: none yet)."""
-    rows = store.read_table("trials")
-    return None if rows is None else trial_states(pl.from_arrow(rows))
-
-
-def latest_metrics(store: ResultsStore) -> pl.DataFrame | None:
-    """The experiment's metric rows, one per (trial, step, metric) as analysis counts them."""
-    rows = store.read_table("metrics")
-    if rows is None:
+def open_experiment(root: str, experiment: str) -> Store | None:
+    """The experiment's parts under `root` (a path or a URI), None when it has none yet."""
+    try:
+        return open_store(root, [experiment])
+    except ResultsError:  # no table folder or no part of this experiment yet
         return None
-    raw = pl.from_arrow(rows).lazy().with_columns(experiment=pl.lit(store.experiment))
-    return latest_rows(raw).collect()
 
 
-def trial_table(store: ResultsStore, sweep: SweepConfig) -> pl.DataFrame | None:
-    """One row per trial: its state (`trial_states`), loss and parameters, last step stored and
+def trial_table(store: Store | None, sweep: SweepConfig) -> pl.DataFrame | None:
+    """One row per trial: its state (`load_trials`), loss and parameters, last step stored and
     the final value of each objective (as `analysis` counts them). None before any trial."""
-    trials = current_trials(store)
-    if trials is None:
+    trials = None if store is None else load_trials(store)
+    if store is None or trials is None or trials.height == 0:
         return None
-    metrics = latest_metrics(store)
     objectives = sweep.search.objectives if sweep.mode == "search" else []
-    table = trials
-    if metrics is not None:
-        last_step = metrics.group_by("trial_id").agg(pl.col("step").max().alias("last_step"))
+    table = trials.drop("experiment")
+    if store.metric_files[sweep.experiment]:
+        last_step = (
+            scan_metrics(store)
+            .group_by("trial_id")
+            .agg(pl.col("step").max().alias("last_step"))
+            .collect()
+        )
         table = table.join(last_step, on="trial_id", how="left")
-        wanted = pl.col("metric").is_in([o.metric for o in objectives])
-        final = select_values(metrics.filter(wanted), FINAL)
+        latest, _ = read_latest(store, [o.metric for o in objectives])
+        final = select_values(latest, FINAL)
         for objective in objectives:
             values = final.filter(pl.col("metric") == objective.metric).select(
                 "trial_id", pl.col("value").alias(objective.metric)
@@ -62,7 +59,7 @@ def trial_table(store: ResultsStore, sweep: SweepConfig) -> pl.DataFrame | None:
 
 
 def experiment_status(root: str, sweep: SweepConfig) -> str:
-    store = ResultsStore(root, sweep.experiment)
+    store = open_experiment(root, sweep.experiment)
     paths = ExperimentPaths(root, sweep.experiment)
     lines = [f"experiment {sweep.experiment} ({sweep.mode}) under {root}"]
     table = trial_table(store, sweep)
@@ -100,9 +97,14 @@ def experiment_status(root: str, sweep: SweepConfig) -> str:
             if summary is not None:
                 lines.append(f"Optuna study {name}: {summary.n_trials} trial(s)")
         lines.append(f"Optuna storage: {sweep.search.storage or paths.default_study_storage()}")
+    parts = (
+        {"metrics": {}, "trials": {}}
+        if store is None
+        else {"metrics": store.metric_files, "trials": store.trial_files}
+    )
     for table_name in TABLES:
-        where = paths.table(table_name)
-        lines.append(f"{table_name} parts: {len(store.list_parts(table_name))} in {where}")
+        n = len(parts[table_name].get(sweep.experiment, ()))
+        lines.append(f"{table_name} parts: {n} in {paths.table(table_name)}")
     lines += [
         f"manifest:      {paths.manifest}",
         f"Ray storage:   {paths.ray_storage}",

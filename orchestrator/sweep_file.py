@@ -6,6 +6,7 @@
     search: {num_trials: 4, losses: [mle, del], space: {del.alpha: {low: 0.01, high: 1, log: true}}}
     grid: {losses: [mle, del], seeds: [0, 1, 2], presets: [tiny, xs], params: {del: {alpha: 0.01}}}
     resources: {workers_per_trial: 1, cpus_per_worker: 1, max_concurrent_trials: 2}
+    tracking: {tensorboard: true, mlflow: {uri: http://127.0.0.1:5000}, wandb: {project: p}}
 
 `load_sweep(path, overrides)` reads the file, applies dotted command-line overrides
 (`train.lr=3e-4` is short for `trial.train.lr=3e-4`; `search.num_trials=64`), and validates it:
@@ -319,6 +320,38 @@ class ResourcesConfig(_Strict):
     """Tune restarts of a trial whose driver failed (its Train run resumes from storage)."""
 
 
+class MlflowTracking(_Strict):
+    """An MLflow run per trial (Ray Tune's `MLflowLoggerCallback`)."""
+
+    uri: str | None = None
+    """Tracking URI: a server (http://127.0.0.1:5000), a database (sqlite:///mlflow.db) or a
+    folder (file:///…); null = MLflow's own default (MLFLOW_TRACKING_URI, else ./mlruns)."""
+    experiment: str | None = None
+    """MLflow experiment name; null = the sweep's experiment name."""
+
+
+class WandbTracking(_Strict):
+    """A Weights & Biases run per trial (Ray Tune's `WandbLoggerCallback`)."""
+
+    project: str
+    """W&B project."""
+    mode: Literal["online", "offline"] = "offline"
+    """offline (the default) writes each run's files under its trial folder with no network;
+    `wandb sync` uploads them later. online needs WANDB_API_KEY or `wandb login`."""
+
+
+class TrackingConfig(_Strict):
+    """Live tracking of every trial, by Ray Tune's logger callbacks: each trial is one run named
+    with numsweep's trial id, with its parameters and every reported metric. Needs the optional
+    dependencies: `pip install 'numsweep[tracking]'`."""
+
+    tensorboard: bool = False
+    """TensorBoard event files in each trial's folder under the experiment's Ray storage
+    (`tensorboard --logdir <results>/experiments/<E>/ray`)."""
+    mlflow: MlflowTracking | None = None
+    wandb: WandbTracking | None = None
+
+
 class SweepConfig(_Strict):
     experiment: str = Field("default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     """Experiment name: the results partition and the Ray run name."""
@@ -332,6 +365,8 @@ class SweepConfig(_Strict):
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
     early_stopping: EarlyStopping | None = None
     """ASHA early stopping; null (the default) runs every trial to the end."""
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    """TensorBoard, MLflow and W&B runs of the trials (none by default)."""
 
     @property
     def losses(self) -> list[str]:

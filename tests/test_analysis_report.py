@@ -75,7 +75,7 @@ def test_report_is_complete_and_self_contained(tmp_path: Path) -> None:
     # Offline: nothing fetched from elsewhere, no scripts.
     assert "http://" not in html and "https://" not in html
     assert "<script" not in html and "<link" not in html
-    titles = re.findall(r"<h2>([^<]+)</h2>", html)
+    titles = re.findall(r"<h2[^>]*>([^<]+)</h2>", html)
     assert titles == [
         "Summary",
         "Ablation",
@@ -108,7 +108,7 @@ def test_report_on_data_that_support_little(tmp_path: Path) -> None:
     root = write_golden_store(tmp_path / "results")
     page = write_report(open_store(root), tmp_path / "report")
     html = page.read_text(encoding="utf-8")
-    # One model size: the scaling section explains instead of plotting; no Pareto plot.
+    # One model size: the scaling section is one line instead of plots; no Pareto plot.
     assert "fewer than 3 sizes (1): no fit" in html
     assert "scaling_test.png" not in html and "pareto.png" not in html
     assert "one objective: no Pareto front" in html
@@ -147,10 +147,27 @@ window.addEventListener('load', function () {
 """
 
 
+def make_one_size_report(tmp_path: Path) -> Path:
+    root = write_golden_store(tmp_path / "results")
+    assert main(["report", str(root), "-o", str(tmp_path / "report")]) == 0
+    return tmp_path / "report" / "index.html"
+
+
+def test_one_size_report_says_so_in_one_line_and_draws_each_figure_once(tmp_path: Path) -> None:
+    page = make_one_size_report(tmp_path)
+    html = page.read_text(encoding="utf-8")
+    scaling = html.split("<h2>Scaling</h2>")[1].split("<h2>")[0]
+    assert scaling.strip().count("<p>") == 1 and "fewer than 3 sizes (1): no fit" in scaling
+    assert "scaling_verdict" not in html and "ee_share" not in html and "nan" not in scaling
+    sources = re.findall(r'<img src="([^"]+)"', html)
+    assert sources and len(sources) == len(set(sources))
+
+
 @pytest.mark.slow
-def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["multi-size", "one-size"])
+def test_report_renders_in_headless_chromium(tmp_path: Path, store: str) -> None:
     chromium = ensure_chromium()
-    page = make_report(tmp_path)
+    page = make_report(tmp_path) if store == "multi-size" else make_one_size_report(tmp_path)
     probe = page.with_name("probe.html")
     probe.write_text(
         page.read_text(encoding="utf-8").replace("</body>", IMAGE_PROBE + "</body>"),
@@ -171,10 +188,15 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert dom.returncode == 0, dom.stderr[-2000:]
     match = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
     assert match, dom.stdout[-2000:]
-    # Every <img> decoded (the summary shows three of the figures a second time).
-    n_images = len(re.findall(r"<img ", page.read_text(encoding="utf-8")))
-    assert n_images == len(FIGURES) + 3
-    assert match.group(1) == match.group(2) == str(n_images)
+    # Every <img> decoded, each figure drawn once (the summary's are linked from their sections).
+    sources = re.findall(r'<img src="([^"]+)"', page.read_text(encoding="utf-8"))
+    assert len(sources) == len(set(sources))
+    if store == "multi-size":
+        assert {Path(s).name for s in sources} == FIGURES
+    else:
+        assert not any("scaling" in s or "ee_share" in s for s in sources)
+        assert "fewer than 3 sizes (1): no fit, no verdict and no figure" in dom.stdout
+    assert match.group(1) == match.group(2) == str(len(sources))
 
     shot = tmp_path / "screenshot.png"
     taken = browse("--window-size=1400,2400", f"--screenshot={shot}", page.as_uri())

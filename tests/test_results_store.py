@@ -21,7 +21,7 @@ from analysis.selection import FINAL, select_values
 from analysis.store import load_trials, open_store, read_latest
 from orchestrator.parquet_sink import ParquetSink
 from orchestrator.search_space import trial_config
-from orchestrator.status import experiment_status, trial_table
+from orchestrator.status import experiment_status, open_experiment, trial_table
 from orchestrator.sweep_file import SweepConfig
 from trainables.losses import param_columns
 
@@ -119,7 +119,7 @@ def write_store(root: Path) -> ResultsStore:
 def test_status_and_analysis_agree_on_restores_and_retries(tmp_path, uri):
     write_store(tmp_path)
     root = f"file://{tmp_path}" if uri else str(tmp_path)
-    status = trial_table(ResultsStore(root, "rr"), SWEEP)
+    status = trial_table(open_experiment(root, "rr"), SWEEP)
 
     store = open_store(tmp_path)
     trials = load_trials(store)
