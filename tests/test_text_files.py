@@ -271,7 +271,8 @@ def test_a_deepspeed_trial_learns_the_stdlib_corpus(tmp_path, ray_local):
     # clear margin over 40 steps (seen here: 5.98, 5.03, 4.99)
     assert ce[0] > ce[1] > ce[2] and ce[0] - ce[2] > 0.5, ce
     final = reports[-1]
-    assert not any(k.startswith(("gen/", "eval/test/digit")) for k in final)
+    # no generation; digit metrics only where this small BPE kept single digits (it does here)
+    assert not any(k.startswith("gen/") for k in final)
     assert final["eval/test/error_entropy"] < evals[0]["eval/test/error_entropy"]
     # the worker trained the corpus's BPE (of the stated size), not the digit tokenizer
     built = [p.name for p in (tmp_path / "cache" / "tokenizers").iterdir()]
