@@ -87,6 +87,7 @@ _EVAL = [
     ("error_entropy", "min", "entropy of the rank-based error (CE = EE + SA − log C)"),
     ("self_alignment", "min", "KL between the error distribution and the model's"),
     ("log_confidence", None, "log C of the CE decomposition (noise, not a goal)"),
+    ("scored_tokens", None, "tokens the CE decomposition was computed on (eval.scored_tokens)"),
     ("digit_entropy", None, "entropy of the 10-way digit distribution at digit positions"),
     ("digit_acc", "max", "share of digit positions whose most likely digit is right"),
     ("digit_acc_int", "max", "digit accuracy at integer places"),

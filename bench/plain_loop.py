@@ -77,7 +77,13 @@ def train(
     train_cfg = cfg.train
     torch.manual_seed(cfg.seed_for("init"))
 
-    model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed_for("init"))
+    model, tokenizer = load_model_and_tokenizer(
+        cfg.model,
+        cfg.cache_dir,
+        seed=cfg.seed_for("init"),
+        data=cfg.data,
+        data_seed=cfg.seed_for("data"),
+    )
     model.to(dev).train()
     run.vocab_size = model.get_output_embeddings().weight.shape[0]
     vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)

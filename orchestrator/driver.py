@@ -36,6 +36,7 @@ from orchestrator.search_space import (
 )
 from orchestrator.sweep_file import SweepConfig
 from orchestrator.tracking import tracking_callbacks, trial_name
+from trainables.data.text_files import corpus_manifest
 from trainables.entry import train_loop_per_worker
 
 # The Tune trial itself only waits on its Train run: no CPU, a token of memory (Tune refuses an
@@ -124,13 +125,15 @@ def _git_revision() -> str | None:
 
 
 def manifest(sweep: SweepConfig) -> dict[str, Any]:
+    """The experiment's manifest: the resolved sweep, package versions, git revision, start time
+    and, for a `text_files` corpus, its files with their sha256."""
     versions = {}
     for package in ("numsweep", "ray", "torch", "deepspeed", "optuna", "transformers", "polars"):
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             versions[package] = None
-    return {
+    found = {
         "schema_version": SCHEMA_VERSION,
         "experiment": sweep.experiment,
         "config": sweep.model_dump(mode="json"),
@@ -138,6 +141,10 @@ def manifest(sweep: SweepConfig) -> dict[str, Any]:
         "git_revision": _git_revision(),
         "start": dt.datetime.now(dt.UTC).isoformat(),
     }
+    if sweep.trial.data.source == "text_files":
+        # the corpus is whatever files the globs match on this machine: record them
+        found["corpus"] = corpus_manifest(sweep.trial.data)
+    return found
 
 
 def study_storage(sweep: SweepConfig, paths: ExperimentPaths):

@@ -48,6 +48,8 @@ def _why_not(trial: TrialConfig, losses: Sequence[str], name: str, digits: bool)
     if not digits and leaf.startswith("digit_"):
         return "the tokenizer has no single-digit tokens, so there are no digit metrics"
     benchmark = values.get("benchmark")
+    if data.source == "text_files" and (benchmark is not None or name == registry.MACC):
+        return "data.source 'text_files' has no generation evaluation (no answers to generate)"
     if benchmark is not None and benchmark not in benchmarks:
         generated = ("mathgen", "held_out", "mathgen_extra")
         if benchmark in generated and not generate:

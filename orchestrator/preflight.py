@@ -1,6 +1,7 @@
 """Checks that run before anything is launched: the model's tokenizer (and, for a pretrained
 model, its config; never its weights) against every loss of the sweep, the objective metrics
-against what that tokenizer lets the trials report, and the data sources. A failure here is the
+against what that tokenizer lets the trials report (a digit loss needs single-digit tokens, which
+a text corpus's BPE need not have), and the data sources. A failure here is the
 user's input, reported with exit code 2."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 from orchestrator.sweep_file import SweepConfig
 from trainables.data import mathgen
 from trainables.data.benchmarks import load_benchmark
+from trainables.data.text_files import read_documents, split_documents
 from trainables.trial_inputs import check_tokenizer_for_loss, load_tokenizer_and_config
 
 
@@ -19,12 +21,22 @@ def preflight(sweep: SweepConfig) -> dict[str, str]:
 
     Raises ValueError (or FileNotFoundError) naming what is wrong."""
     trial = sweep.trial
-    tokenizer, config = load_tokenizer_and_config(trial.model, trial.cache_dir)
+    seed = trial.seeds.data if trial.seeds.data is not None else first_seed(sweep)
+    tokenizer, config = load_tokenizer_and_config(
+        trial.model, trial.cache_dir, data=trial.data, data_seed=seed
+    )
     vocabs = [check_tokenizer_for_loss(tokenizer, loss) for loss in sweep.losses]
     digits = vocabs[0] is not None  # the same tokenizer for every loss
     sweep.check_metrics(digits)
     data = trial.data
-    if data.source == "mathgen":
+    described = data.source if data.source == "mathgen" else str(data.path)
+    if data.source == "text_files":
+        # the files exist and more of them than are held out (the tokenizer above read them
+        # already for a preset; a pretrained model's tokenizer did not)
+        documents = read_documents(data)
+        split_documents(documents, data, seed)
+        described = f"text_files ({len(documents)} files: {', '.join(data.paths)})"
+    elif data.source == "mathgen":
         # One problem per module proves every module name is valid and the generator runs.
         mathgen.generate(data.modules, len(data.modules), "train", sweep.seed, data.difficulty)
     elif data.path is None or not Path(data.path).is_file():
@@ -40,5 +52,10 @@ def preflight(sweep: SweepConfig) -> dict[str, str]:
         "model": model,
         "tokenizer": f"{type(tokenizer).__name__} ({len(tokenizer)} tokens)",
         "digit tokens": "yes" if digits else "no",
-        "data": data.source if data.source == "mathgen" else str(data.path),
+        "data": described,
     }
+
+
+def first_seed(sweep: SweepConfig) -> int:
+    """The seed of the sweep's first trial (search: the sweep's seed; grid: its first seed)."""
+    return sweep.seed if sweep.mode == "search" else sweep.grid.seeds[0]

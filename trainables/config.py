@@ -28,7 +28,8 @@ class ModelConfig(_Strict):
     gguf_file: str | None = None
     """GGUF file name inside `path` (transformers' `gguf_file`)."""
     vocab_size: int = Field(512, ge=260)
-    """Vocabulary size of the locally trained digit tokenizer (from-scratch presets only)."""
+    """Vocabulary size of the locally trained tokenizer (from-scratch presets only): the digit
+    tokenizer, or with `data.source: text_files` a byte-level BPE trained on the corpus."""
     chat_template: bool = False
     """Wrap prompts in the tokenizer's chat template (instruct models)."""
 
@@ -42,11 +43,18 @@ class ModelConfig(_Strict):
 
 
 class DataConfig(_Strict):
-    source: Literal["mathgen", "instructions"] = "mathgen"
-    """Training data: the DeepMind mathematics generator, or an instruction file
-    (MathInstruct/Alpaca JSON or JSONL at `path`)."""
+    source: Literal["mathgen", "instructions", "text_files"] = "mathgen"
+    """Training data: the DeepMind mathematics generator, an instruction file
+    (MathInstruct/Alpaca JSON or JSONL at `path`), or a text/code corpus of local files
+    (`paths`; language modelling, every token scored: see `trainables.data.text_files`)."""
     path: str | None = None
     """Instruction file for `source: instructions`."""
+    paths: list[str] = Field(default_factory=list)
+    """Globs of the corpus files for `source: text_files` (`**` recursive); `{stdlib}` stands for
+    the running interpreter's standard library directory (`sysconfig.get_paths()["stdlib"]`),
+    e.g. `["{stdlib}/**/*.py"]`. The files and their sha256 go into the experiment manifest."""
+    exclude: list[str] = Field(default_factory=list)
+    """fnmatch patterns of full file paths left out of `paths`' matches, e.g. `"*/test/*"`."""
     modules: list[str] = Field(
         default_factory=lambda: ["arithmetic__add_or_sub", "arithmetic__mul", "arithmetic__div"]
     )
@@ -57,19 +65,36 @@ class DataConfig(_Strict):
     module's range (its curriculum), with held-out problems of the same level and extrapolation
     problems from the next level up (see `trainables.data.mathgen`)."""
     n_train: int = Field(2000, ge=1)
-    """Training problems."""
+    """Training problems (`text_files`: at most this many training documents)."""
     n_test: int = Field(200, ge=1)
     """Held-out problems for evaluation: generated ones disjoint from training, or the last
-    `n_test` records of an instruction file (not trained on)."""
+    `n_test` records of an instruction file (not trained on); `text_files`: held-out documents,
+    drawn by the data seed."""
     n_extra: int = Field(0, ge=0)
     """Held-out extrapolation problems (bigger numbers) from the generator's `modules` (with
     either source); 0 = none."""
     max_length: int = Field(96, ge=8)
-    """Maximum tokens of prompt + answer."""
+    """Maximum tokens of prompt + answer (`text_files`: the length of every packed sequence)."""
     benchmarks: dict[str, str] = Field(default_factory=dict)
     """Extra generation benchmarks: name (gsm8k, svamp, aqua, math, mmlu) -> local file."""
     benchmark_limit: int = Field(64, ge=1)
     """At most this many problems of each benchmark are generated."""
+
+    @model_validator(mode="after")
+    def _source_keys(self) -> DataConfig:
+        if self.source != "text_files":
+            if self.paths or self.exclude:
+                raise ValueError("data.paths and data.exclude are for data.source 'text_files'")
+            return self
+        if not self.paths:
+            raise ValueError("data.source 'text_files' needs data.paths (globs of the corpus)")
+        for key, given in (("n_extra", self.n_extra), ("benchmarks", self.benchmarks)):
+            if given:
+                raise ValueError(
+                    f"data.{key}: arithmetic problems for generation; data.source "
+                    "'text_files' has no answers to generate"
+                )
+        return self
 
 
 class TrainConfig(_Strict):
@@ -110,6 +135,11 @@ class EvalConfig(_Strict):
     generate_examples: int = Field(64, ge=0)
     """Held-out problems decoded greedily per benchmark; 0 = no generation evaluation."""
     max_new_tokens: int = Field(16, ge=1)
+    scored_tokens: int | None = Field(None, ge=1)
+    """Score exactly this many tokens of each teacher-forced split: the first N scored tokens
+    in the split's order (deterministic), so runs and model sizes are compared at the same count
+    (the decomposition's error entropy depends on it). A split with fewer is an error; null =
+    every token. The count is reported as `eval/<split>/scored_tokens`."""
 
 
 class LossConfig(_Strict):
@@ -182,6 +212,8 @@ def evaluation_names(config: TrialConfig) -> tuple[list[str], list[str]]:
     """(teacher-forced splits, generation benchmarks) a trial of `config` evaluates: the keys of
     `trial_inputs.load_splits`' `eval_examples` and `generation`, known without loading anything."""
     data, generate = config.data, config.eval.generate_examples
+    if data.source == "text_files":
+        return ["test"], []  # language modelling: no answers to generate
     splits = ["test"] + (["extra"] if data.n_extra else [])
     benchmarks = [held_out_benchmark(data)] if generate else []
     if generate and data.n_extra:

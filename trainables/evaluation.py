@@ -44,8 +44,9 @@ def teacher_forced(
     rank: int,
     world_size: int,
 ) -> dict[str, float]:
-    """CE, error entropy, self-alignment, log confidence and (with a vocab) the digit metrics of
-    `model` on `examples`; all ranks must call it (the sums are all-reduced)."""
+    """CE, error entropy, self-alignment, log confidence, the number of scored tokens and (with a
+    vocab) the digit metrics of `model` on `examples`; all ranks must call it (the sums are
+    all-reduced)."""
     decomposition = CEDecomposition()
     digits = DigitMetrics(vocab) if vocab is not None else None
     # Padding examples score nothing: every label is ignored.
@@ -63,7 +64,9 @@ def teacher_forced(
             digits.update(logits, batch["labels"])
     model.train(was_training)
     decomposition.all_reduce()
-    metrics = {k: v for k, v in decomposition.compute().items() if k != "n_tokens"}
+    computed = decomposition.compute()
+    metrics = {k: v for k, v in computed.items() if k != "n_tokens"}
+    metrics["scored_tokens"] = computed["n_tokens"]  # what the decomposition was computed on
     if digits is not None:
         digits.all_reduce()
         metrics.update({k: v for k, v in digits.compute().items() if k != "n_digits"})

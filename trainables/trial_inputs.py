@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from trainables.config import DataConfig, ModelConfig, TrialConfig, held_out_benchmark
-from trainables.data import generated_cache
-from trainables.data.batching import encode_records
+from trainables.data import generated_cache, text_files
+from trainables.data.batching import IGNORE_INDEX, encode_records
 from trainables.data.benchmarks import load_benchmark
 from trainables.data.instructions import load_instructions
 from trainables.data.records import Record
@@ -27,6 +27,7 @@ from trainables.models.pretrained import (
     load_smollm2,
     smollm2_tokenizer,
 )
+from trainables.models.text_tokenizer import build_text_tokenizer
 from trainables.models.tokenizer import build_digit_tokenizer
 
 # Seed of the shared from-scratch tokenizer: fixed, so all trials of a sweep share one tokenizer
@@ -36,15 +37,27 @@ TOKENIZER_SEED = 0
 SMOLLM2 = "smollm2"
 
 
-def load_tokenizer(model: ModelConfig, cache_dir: str | Path) -> Any:
+def load_tokenizer(
+    model: ModelConfig, cache_dir: str | Path, *, data: DataConfig | None = None, data_seed: int = 0
+) -> Any:
     """The trial's tokenizer (a pretrained model's without loading its weights)."""
-    return load_tokenizer_and_config(model, cache_dir)[0]
+    return load_tokenizer_and_config(model, cache_dir, data=data, data_seed=data_seed)[0]
 
 
-def load_tokenizer_and_config(model: ModelConfig, cache_dir: str | Path) -> tuple[Any, Any]:
+def load_tokenizer_and_config(
+    model: ModelConfig, cache_dir: str | Path, *, data: DataConfig | None = None, data_seed: int = 0
+) -> tuple[Any, Any]:
     """The trial's tokenizer and, for a pretrained model, its Hugging Face config (None for a
-    preset): what the checks before a sweep need, never the weights."""
+    preset): what the checks before a sweep need, never the weights. A preset's tokenizer is
+    the digit tokenizer, or for a `text_files` corpus (`data`) a BPE trained on its training
+    documents (those of `data_seed`'s split)."""
     if model.preset is not None:
+        if data is not None and data.source == "text_files":
+            train, _ = text_files.split_documents(text_files.read_documents(data), data, data_seed)
+            tokenizer = build_text_tokenizer(
+                model.vocab_size, Path(cache_dir) / "tokenizers", train
+            )
+            return tokenizer, None
         tokenizer = build_digit_tokenizer(
             model.vocab_size, Path(cache_dir) / "tokenizers", TOKENIZER_SEED
         )
@@ -57,12 +70,18 @@ def load_tokenizer_and_config(model: ModelConfig, cache_dir: str | Path) -> tupl
 
 
 def load_model_and_tokenizer(
-    model: ModelConfig, cache_dir: str | Path, *, seed: int
+    model: ModelConfig,
+    cache_dir: str | Path,
+    *,
+    seed: int,
+    data: DataConfig | None = None,
+    data_seed: int = 0,
 ) -> tuple[torch.nn.Module, Any]:
-    """A fresh preset model (initialised from `seed`) or the pretrained one, and its tokenizer."""
+    """A fresh preset model (initialised from `seed`) or the pretrained one, and its tokenizer
+    (`data`, `data_seed`: as for `load_tokenizer_and_config`)."""
     cache = Path(cache_dir)
     if model.preset is not None:
-        tokenizer = load_tokenizer(model, cache)
+        tokenizer = load_tokenizer(model, cache, data=data, data_seed=data_seed)
         net = build_model(
             model.preset,
             len(tokenizer),
@@ -131,7 +150,38 @@ def held_out_split(
 
 
 def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
-    """Training data, held-out teacher-forced splits and generation benchmarks for a trial."""
+    """Training data, held-out teacher-forced splits (each cut to `eval.scored_tokens` scored
+    tokens when given) and generation benchmarks for a trial."""
+    splits = _load_splits(config, tokenizer)
+    if config.eval.scored_tokens is not None:
+        for name, examples in splits.eval_examples.items():
+            splits.eval_examples[name] = first_scored_tokens(
+                examples, config.eval.scored_tokens, name
+            )
+    return splits
+
+
+def _text_splits(config: TrialConfig, tokenizer: Any) -> Splits:
+    data = config.data
+    documents = text_files.read_documents(data)
+    train, test = text_files.split_documents(documents, data, config.seed_for("data"))
+    splits = Splits(train=text_files.pack(tokenizer, train, data.max_length))
+    if not splits.train:
+        raise ValueError(
+            f"data.paths: the training documents hold fewer than {data.max_length} tokens"
+        )
+    splits.eval_examples["test"] = text_files.pack(tokenizer, test, data.max_length)
+    if not splits.eval_examples["test"]:
+        raise ValueError(
+            f"data.n_test={data.n_test}: the held-out documents hold fewer than "
+            f"data.max_length={data.max_length} tokens"
+        )
+    return splits
+
+
+def _load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
+    if config.data.source == "text_files":
+        return _text_splits(config, tokenizer)
     data, seed = config.data, config.seed_for("data")
     chat = config.model.chat_template
     train, test = held_out_split(data, seed, config.cache_dir)
@@ -152,3 +202,28 @@ def load_splits(config: TrialConfig, tokenizer: Any) -> Splits:
         records = load_benchmark(name, path)[: data.benchmark_limit]
         splits.generation[name] = records[: config.eval.generate_examples or len(records)]
     return splits
+
+
+def first_scored_tokens(
+    examples: list[dict[str, list[int]]], n: int, split: str
+) -> list[dict[str, list[int]]]:
+    """The examples that hold the first `n` scored tokens of `examples` (in order), the last one's
+    later labels set to -100: exactly `n` targets are scored. A token is scored where its label
+    is not -100, except at position 0 (the model's shift never predicts the first token).
+    ValueError naming eval.scored_tokens when the split has fewer."""
+    kept, left = [], n
+    for example in examples:
+        scored = [
+            t for t in range(1, len(example["labels"])) if example["labels"][t] != IGNORE_INDEX
+        ]
+        if len(scored) >= left:
+            cut = scored[left - 1] + 1
+            labels = example["labels"][:cut] + [IGNORE_INDEX] * (len(example["labels"]) - cut)
+            kept.append({**example, "labels": labels})
+            return kept
+        kept.append(example)
+        left -= len(scored)
+    raise ValueError(
+        f"eval.scored_tokens={n}: split {split!r} scores only {n - left} tokens; lower it or "
+        "hold out more data"
+    )

@@ -123,7 +123,13 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         from transformers.integrations import HfDeepSpeedConfig
 
         hf_ds_config = HfDeepSpeedConfig(ds_config)  # noqa: F841  (must stay alive)
-    model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed_for("init"))
+    model, tokenizer = load_model_and_tokenizer(
+        cfg.model,
+        cfg.cache_dir,
+        seed=cfg.seed_for("init"),
+        data=cfg.data,
+        data_seed=cfg.seed_for("data"),
+    )
     vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
     # What the loss takes from the model (EMO: a frozen copy of the output embedding), now,
     # before training moves the weights.

@@ -48,7 +48,7 @@ _BYTE_ALPHABET_SIZE = 256
 MIN_VOCAB_SIZE = _BYTE_ALPHABET_SIZE + len(SPECIAL_TOKENS)
 # Bump when the way the tokenizer is built changes, so old cache entries are not reused.
 _BUILD_VERSION = 1
-_TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_FILE = "tokenizer.json"
 
 
 def build_digit_tokenizer(
@@ -69,9 +69,9 @@ def build_digit_tokenizer(
     spec = _build_spec(vocab_size, seed)
     key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
     final = cache_dir / f"digit-bpe-{vocab_size}-{key}"
-    if not (final / _TOKENIZER_FILE).is_file():
+    if not (final / TOKENIZER_FILE).is_file():
         _build_into(final, spec)
-    return _load(final / _TOKENIZER_FILE)
+    return load_tokenizer_file(final / TOKENIZER_FILE)
 
 
 def _build_spec(vocab_size: int, seed: int) -> dict[str, object]:
@@ -134,23 +134,30 @@ def _train(spec: dict[str, object]) -> Tokenizer:
 
 
 def _build_into(final: Path, spec: dict[str, object]) -> None:
+    save_atomically(final, _train(spec), spec)
+
+
+def save_atomically(final: Path, tokenizer: Tokenizer, spec: dict[str, object]) -> None:
+    """Write `tokenizer` (and the `spec` it was built from) as the folder `final`: into a
+    temporary folder renamed into place, so concurrent builders (Ray workers) never see a
+    half-written tokenizer; the first rename wins, the others discard their (identical) copy."""
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
-        _train(spec).save(str(staging / _TOKENIZER_FILE))
+        tokenizer.save(str(staging / TOKENIZER_FILE))
         (staging / "spec.json").write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
         try:
             os.rename(staging, final)
         except OSError:
             # Another process renamed its build into place first; use that one.
-            if not (final / _TOKENIZER_FILE).is_file():
+            if not (final / TOKENIZER_FILE).is_file():
                 raise
     finally:
         if staging.exists():
             shutil.rmtree(staging)
 
 
-def _load(path: Path) -> PreTrainedTokenizerFast:
+def load_tokenizer_file(path: Path) -> PreTrainedTokenizerFast:
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_file=str(path),
         bos_token=BOS_TOKEN,
