@@ -95,9 +95,10 @@ class TrainConfig(_Strict):
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     """Weights and activations in bf16 (DeepSpeed's bf16 mode: fp32 optimizer state; the loss
     and the CE decomposition still in fp32) or fp32. `auto`: bf16 on a CUDA device with native
-    bf16, and on a CPU with AMX or AVX-512 bf16 for a model of at least
-    `trainables.precision.CPU_BF16_MIN_PARAMS` parameters (smaller ones run faster in fp32
-    there: `bench/README.md`); fp32 otherwise. Reported as `perf/bf16` (1 or 0)."""
+    bf16, and on a CPU with AMX or AVX-512 bf16 for a preset of at least
+    `trainables.precision.CPU_BF16_MIN_PARAMS` parameters (smaller ones, and the SmolLM2-135M
+    fine-tune, were not faster in bf16 there: `bench/README.md`); fp32 otherwise. Reported as
+    `perf/bf16` (1 or 0)."""
     compile: Literal["off", "on", "auto"] = "off"
     """`torch.compile` the model's training forward (through DeepSpeed's `engine.compile`) and
     the loss, with inductor's FX-graph and kernel caches under `cache_dir` (shared by every trial

@@ -3,10 +3,11 @@ elsewhere.
 
 `train.precision: auto` picks bf16 (DeepSpeed's bf16 mode: bf16 weights and activations, fp32
 optimizer state; the losses and the CE decomposition compute in fp32 whatever the logits' dtype)
-on a CUDA device with native bf16, and on a CPU with AMX or AVX-512 bf16 instructions for models
-of at least `CPU_BF16_MIN_PARAMS` parameters. Below that, the bf16 step on the CPU is slower than
-fp32 (its matmuls are too small for AMX to pay for the casts): measured by `bench.precision`,
-recorded in bench/README.md.
+on a CUDA device with native bf16, and on a CPU with AMX or AVX-512 bf16 instructions for presets
+of at least `CPU_BF16_MIN_PARAMS` parameters (the worker passes no parameter count for a
+pretrained model: SmolLM2-135M's step was not faster in bf16 on the project's CPU). Below that
+size the bf16 step on the CPU is slower than fp32 (its matmuls are too small for AMX to pay for
+the casts): measured by `bench.step_modes`, recorded in bench/README.md.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import torch
 CPU_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 """/proc/cpuinfo flags of a CPU that computes bf16 matmuls natively."""
 
-CPU_BF16_MIN_PARAMS = 20_000_000
-"""Parameters (total) from which `auto` trains in bf16 on such a CPU (bench/README.md,
-"Compile and bf16")."""
+CPU_BF16_MIN_PARAMS = 9_000_000
+"""Parameters (total) from which `auto` trains in bf16 on such a CPU: the `m` preset (9.26M)
+is the smallest measured faster in bf16 (1.22x), `s` (2.46M) was slower (0.87x); bench/README.md,
+"Compile and bf16 (issue 23)"."""
 
 
 @cache

@@ -84,7 +84,10 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
     model, tokenizer = load_model_and_tokenizer(cfg.model, cfg.cache_dir, seed=cfg.seed)
     sizes = count_parameters(model)
     if not zero3:
-        bf16 = use_bf16(train.precision, n_params=sizes["total"], cuda=device.type == "cuda")
+        # On a CPU, `auto` weighs presets only: the one pretrained shape measured (SmolLM2-135M)
+        # was not faster in bf16 there (bench/README.md).
+        n_params = sizes["total"] if cfg.model.preset is not None else None
+        bf16 = use_bf16(train.precision, n_params=n_params, cuda=device.type == "cuda")
         ds_config = deepspeed_config(train, world_size, bf16=bf16)
     vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
     # What the loss takes from the model (EMO: a frozen copy of the output embedding), now,
