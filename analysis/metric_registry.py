@@ -122,8 +122,15 @@ FAMILIES: tuple[MetricFamily, ...] = (
     MetricFamily("perf/tokens_per_s", None, "target tokens per second of training"),
     MetricFamily("perf/step_time_s", None, "seconds per optimizer step"),
     MetricFamily("perf/peak_mem_mb", None, "peak accelerator memory (CPU: peak RSS), MiB"),
+    MetricFamily("perf/bf16", None, "1: the trial trained in bf16, 0: in fp32 (step 0)"),
+    MetricFamily("perf/compiled", None, "1: the training step was torch.compiled (step 0)"),
     MetricFamily(
         "perf/startup/launched_at", None, "Unix time the trial's Tune driver launched its Train run"
+    ),
+    MetricFamily(
+        "perf/startup/compile_s",
+        None,
+        "seconds of the first compiled training step: its compile (or cache load) and the step",
     ),
     MetricFamily(
         "perf/startup/{phase}_s",
@@ -147,6 +154,7 @@ TOKENS_SEEN = "train/tokens_seen"
 
 TOKENS_PER_S, STEP_TIME_S, PEAK_MEM_MB = "perf/tokens_per_s", "perf/step_time_s", "perf/peak_mem_mb"
 PARAMS_TOTAL, PARAMS_NON_EMBEDDING = "model/params_total", "model/params_non_embedding"
+BF16, COMPILED, COMPILE_S = "perf/bf16", "perf/compiled", "perf/startup/compile_s"
 
 
 def family(name: str) -> MetricFamily | None:

@@ -3,6 +3,7 @@
     python -m bench.trial [--presets tiny s] [--steps 200] [--fixed-cost-trials 4]
                           [--losses mle del compensated ...] [--device cpu|cuda]
                           [--skip throughput fixed] [--json OUT]
+                          [--train compile=off,compile=on precision=fp32,bf16]
 
 The trial is the demo's (`orchestrator/configs/demo.yaml`: model, data, batch, learning rate,
 ZeRO-2, one Ray Train worker with one CPU) with its preset and step count replaced.
@@ -17,6 +18,9 @@ ZeRO-2, one Ray Train worker with one CPU) with its preset and step count replac
    Peak memory: the plain process's peak RSS and the worker's (`perf/peak_mem_mb`). Fixed cost:
    plain = its process start to its first step; numsweep = the Tune trial's start (the Parquet
    trials table) to its first step and to its step-0 report (when the sink received it).
+   `--train` runs the throughput comparison once per setting of the trial's training keys
+   (each word KEY=VALUE, or alternatives joined by ','), one after another; the plain loop
+   stays eager fp32.
 2. Fixed cost, several trials two at a time (`--fixed-cost-trials`, tiny): the demo sweep
    itself with fewer steps; every trial's start-up timeline (`perf/startup/*`), and the mean over
    the trials after the first pair (steady state: caches warm, Tune's actors reused).
@@ -70,13 +74,15 @@ def single_trial_sweep(
     loss: str,
     device: str,
     model: dict[str, Any] | None = None,
+    train: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The demo's trial as a one-trial grid sweep (`loss`, seed 0, one worker); `model`
-    replaces the demo's model section (a vocabulary size, a pretrained model)."""
+    replaces the demo's model section (a vocabulary size, a pretrained model), `train` sets
+    training keys (`compile`, `precision`)."""
     sweep = demo_sweep()
     trial = sweep["trial"]
     trial["model"] = {**trial["model"], "preset": preset, **(model or {})}
-    trial["train"]["steps"] = steps
+    trial["train"] = {**trial["train"], **(train or {}), "steps": steps}
     trial["eval"] = {**trial["eval"], "every": every, "generate_examples": 0}
     resources = {"workers_per_trial": 1, "cpus_per_worker": 1, "max_concurrent_trials": 1}
     if device == "cuda":
@@ -213,11 +219,14 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def throughput(preset: str, steps: int, device: str, work: Path) -> dict[str, Any]:
+def throughput(
+    preset: str, steps: int, device: str, work: Path, train: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Plain loop and numsweep trial of `preset`, started together; the plain loop trains on
-    until the trial ends, and its steps while the trial trained are compared with the trial's."""
+    until the trial ends, and its steps while the trial trained are compared with the trial's.
+    `train`: the trial's training keys (the plain loop stays eager fp32 on the CPU)."""
     every = max(1, steps // 8)
-    sweep = single_trial_sweep(f"bench-{preset}", preset, steps, every, "mle", device)
+    sweep = single_trial_sweep(f"bench-{preset}", preset, steps, every, "mle", device, train=train)
     config = trial_config_of(sweep, "mle")
     load_before = load_average()
     plain_dir, numsweep_dir = work / f"plain-{preset}", work / f"numsweep-{preset}"
@@ -249,6 +258,7 @@ def throughput(preset: str, steps: int, device: str, work: Path) -> dict[str, An
     numsweep_step = steady(trial["step_windows_s"])
     return {
         "preset": preset,
+        "train": train or {},
         "steps": steps,
         "window": every,
         "load_before": load_before,
@@ -342,8 +352,9 @@ def print_tables(report: dict[str, Any]) -> None:
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
         for r in report["throughput"]:
             t = r["numsweep_timeline_s"]
+            label = " ".join([r["preset"], *(f"{k}={v}" for k, v in r.get("train", {}).items())])
             print(
-                f"| {r['preset']} | {r['plain_step_s'] * 1e3:.1f} ms | "
+                f"| {label} | {r['plain_step_s'] * 1e3:.1f} ms | "
                 f"{r['numsweep_step_s'] * 1e3:.1f} ms | {r['ratio']:.2f} | "
                 f"{r['plain_first_step_s']:.1f} s | {t['first_step']:.1f} s | "
                 f"{t['step0_stored']:.1f} s | {r['plain_peak_mem_mb']:.0f} / "
@@ -376,6 +387,21 @@ def print_tables(report: dict[str, Any]) -> None:
             )
 
 
+def train_settings(items: list[str]) -> list[dict[str, str]]:
+    """`--train` words -> the trial settings to run, in turn: each word is KEY=VALUE, or several
+    KEY=VALUE joined by ',' (one setting each); with no words, the demo's own."""
+    settings: list[dict[str, str]] = [{}]
+    for item in items:
+        options = []
+        for pair in item.split(","):
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise SystemExit(f"--train {item!r}: expected KEY=VALUE")
+            options.append((key, value))
+        settings = [{**s, k: v} for s in settings for k, v in options]
+    return settings
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.trial", description=__doc__)
     parser.add_argument("--presets", nargs="+", default=["tiny", "s"])
@@ -392,6 +418,14 @@ def main(argv: list[str] | None = None) -> int:
         "--model-path", help="loss mode: a pretrained model instead of the preset (e.g. smollm2)"
     )
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument(
+        "--train",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="throughput: train keys of the trial, e.g. compile=on precision=bf16; several "
+        "settings separated by ',' run one after another (compile=off,compile=on)",
+    )
     parser.add_argument("--skip", nargs="*", default=[], choices=["throughput", "fixed"])
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     parser.add_argument("--work", type=Path, help="keep runs here (default: a temporary folder)")
@@ -402,7 +436,9 @@ def main(argv: list[str] | None = None) -> int:
         work = args.work or Path(scratch)
         if "throughput" not in args.skip:
             report["throughput"] = [
-                throughput(preset, args.steps, args.device, work) for preset in args.presets
+                throughput(preset, args.steps, args.device, work / f"t{i}", train)
+                for preset in args.presets
+                for i, train in enumerate(train_settings(args.train))
             ]
         if "fixed" not in args.skip:
             report["fixed_cost"] = fixed_cost(args.fixed_cost_trials, args.fixed_cost_steps, work)

@@ -38,6 +38,7 @@ from orchestrator.sweep_file import SweepConfig
 from orchestrator.tracking import tracking_callbacks, trial_name
 from trainables.data.text_files import corpus_manifest
 from trainables.entry import train_loop_per_worker
+from trainables.report_protocol import STOPPED_KEY
 
 # The Tune trial itself only waits on its Train run: no CPU, a token of memory (Tune refuses an
 # empty resource request). The workers' resources are requested by the TorchTrainer.
@@ -84,7 +85,7 @@ def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) 
         ),
     )
     result = trainer.fit()
-    reason = (result.metrics or {}).get("train/stopped")
+    reason = (result.metrics or {}).get(STOPPED_KEY)
     if reason:
         # Not a worker crash (that would be retried from a checkpoint and fail the same way):
         # the worker stopped cleanly and said why; fail the trial with that reason.

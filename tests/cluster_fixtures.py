@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 import yaml
 
-from trainables.entry import REPLAYED_KEY
+from trainables.report_protocol import REPLAYED_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = ROOT / "cluster"

@@ -5,6 +5,7 @@ at construction) trains like ZeRO-2, and EMO's cost embedding stays frozen."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -175,6 +176,34 @@ def test_tiny_fine_tune_improves_held_out_digit_accuracy(tmp_path, cache_dir, ra
     # Seen here: 0.19 -> 0.26 over 128 held-out problems (~770 digit positions); chance is 0.1.
     assert end["eval/test/digit_acc"] >= start["eval/test/digit_acc"] + 0.04
     assert end["eval/test/ce"] < 0.4 * start["eval/test/ce"]
+
+
+@pytest.mark.slow
+def test_a_compiled_step_matches_the_eager_step_and_repeats_exactly(tmp_path, cache_dir, ray_local):
+    """`train.compile: on` (engine.compile of the model, torch.compile of the digit loss `del`,
+    padded batches): the same losses, norms and held-out CE as the eager step up to float
+    rounding; a second compiled run (its graphs now from the inductor cache under cache_dir)
+    gives the very same numbers; the reports say what ran and how long the first compile took."""
+    import time
+
+    config = {
+        **BASE,
+        "train": {**BASE["train"], "steps": 3},
+        "eval": {"every": 1, "batch_size": 12, "generate_examples": 0},
+        "launched_at": time.time(),
+    }
+    eager = run(tmp_path, cache_dir, "eager", workers=1, config=config)
+    compiled = run(tmp_path, cache_dir, "compiled", workers=1, config=config, compile="on")
+    again = run(tmp_path, cache_dir, "compiled-again", workers=1, config=config, compile="on")
+    assert [r["step"] for r in compiled] == [r["step"] for r in eager] == [0, 1, 2, 3]
+    assert eager[0]["perf/compiled"] == 0 and compiled[0]["perf/compiled"] == 1
+    assert eager[0]["perf/bf16"] == compiled[0]["perf/bf16"] == 0  # tiny: fp32 under auto
+    assert compiled[1]["perf/startup/compile_s"] > 0 and "perf/startup/compile_s" not in eager[1]
+    for key in ("train/loss", "train/ce", "train/aux", "train/grad_norm", "eval/test/ce"):
+        for e, c, a in zip(eager[1:], compiled[1:], again[1:], strict=True):
+            assert c[key] == pytest.approx(e[key], rel=1e-4), key
+            assert a[key] == c[key], key
+    assert any(Path(cache_dir, "inductor").iterdir())  # the persistent compile cache
 
 
 def test_emo_cost_embedding_is_a_frozen_copy():

@@ -118,12 +118,32 @@ class TrainConfig(_Strict):
     offload_optimizer: bool = False
     """ZeRO optimizer-state offload to CPU."""
     precision: Literal["auto", "fp32", "bf16"] = "auto"
-    """bf16 where the device supports it (CUDA with bf16), else fp32."""
+    """Weights and activations in bf16 (DeepSpeed's bf16 mode: fp32 optimizer state; the loss
+    and the CE decomposition still in fp32) or fp32. `auto`: bf16 on a CUDA device with native
+    bf16, and on a CPU with AMX or AVX-512 bf16 for a preset of at least
+    `trainables.precision.CPU_BF16_MIN_PARAMS` parameters (smaller ones, and the SmolLM2-135M
+    fine-tune, were not faster in bf16 there: `bench/README.md`); fp32 otherwise. Reported as
+    `perf/bf16` (1 or 0)."""
+    compile: Literal["off", "on", "auto"] = "off"
+    """`torch.compile` the model's training forward (through DeepSpeed's `engine.compile`) and
+    the loss, with inductor's FX-graph and kernel caches under `cache_dir` (shared by every trial
+    on the machine) and batches padded to multiples of `trainables.compile_step.PAD_MULTIPLE`
+    tokens so a trial compiles a few shapes once. Evaluation stays eager. `auto`: on where
+    `bench/README.md` measured a win (`trainables.compile_step.AUTO_COMPILE`). The first compile's
+    seconds are reported as `perf/startup/compile_s`; `perf/compiled` says whether it ran."""
     deepspeed_config: dict[str, Any] | None = None
     """A user's DeepSpeed config, merged over the generated one (batch sizes stay ours)."""
     checkpoint_every: int = Field(0, ge=0)
     """Save a DeepSpeed checkpoint (every rank its shard) through Ray Train every this many
     steps; 0 = only at the last step. A restarted worker group resumes from the latest."""
+
+    @model_validator(mode="after")
+    def _compile_stage(self) -> TrainConfig:
+        if self.compile == "on" and self.zero_stage == 3:
+            # ZeRO-3 gathers each layer's weights in module hooks around the forward; compiling
+            # through them is not what bench/README.md measured (ZeRO-2, one worker).
+            raise ValueError("train.compile: on needs train.zero_stage 0, 1 or 2 (not 3)")
+        return self
 
 
 class EvalConfig(_Strict):

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from trainables.config import TrainConfig
+from trainables.precision import use_bf16
 
 # Keys that numsweep owns: the trial config is the single source of truth for them.
 _OWNED_KEYS = (
@@ -23,18 +22,12 @@ _OWNED_KEYS = (
 )
 
 
-def use_bf16(precision: str) -> bool:
-    """bf16 for "bf16", and for "auto" on a CUDA device that supports it; fp32 otherwise."""
-    if precision == "bf16":
-        return True
-    if precision == "fp32":
-        return False
-    # Emulated bf16 (V100, T4) runs far slower than fp32 there: only native bf16 counts.
-    return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
-
-
-def deepspeed_config(train: TrainConfig, world_size: int) -> dict[str, Any]:
-    """The DeepSpeed config for `world_size` data-parallel workers."""
+def deepspeed_config(
+    train: TrainConfig, world_size: int, *, bf16: bool | None = None
+) -> dict[str, Any]:
+    """The DeepSpeed config for `world_size` data-parallel workers; `bf16` is the resolved
+    precision (`trainables.precision.use_bf16`; default: from `train.precision` alone, which for
+    `auto` means bf16 only on a CUDA device with native bf16)."""
     user = dict(train.deepspeed_config or {})
     clash = sorted(k for k in _OWNED_KEYS if k in user)
     if clash:
@@ -66,7 +59,7 @@ def deepspeed_config(train: TrainConfig, world_size: int) -> dict[str, Any]:
         },
         "gradient_clipping": train.grad_clip,
         "zero_optimization": zero,
-        "bf16": {"enabled": use_bf16(train.precision)},
+        "bf16": {"enabled": use_bf16(train.precision) if bf16 is None else bf16},
         "steps_per_print": 10**9,  # numsweep reports metrics itself
         "wall_clock_breakdown": False,
     }

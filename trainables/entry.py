@@ -4,17 +4,13 @@ DeepSpeed.
 Ray pickles the train function by reference, so whichever process names it imports its module.
 The trial's Tune driver only builds the `TorchTrainer`; importing `trainables.worker` there (5 s
 of CPU for DeepSpeed, transformers and torch._dynamo) would be paid again by every trial on top
-of the worker's own import. Only the Ray Train workers import the loop itself.
+of the worker's own import. Only the Ray Train workers import the loop itself. The names both
+sides of a report agree on live in `trainables.report_protocol`.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-# Set (True) in a report the worker sends again after a resume (`trainables.worker`): its step
-# was trained before. The Parquet sink stores each step once anyway; Tune's scheduler and
-# searcher skip these (`orchestrator.partial_reports`).
-REPLAYED_KEY = "replayed"
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:

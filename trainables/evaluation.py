@@ -4,7 +4,7 @@ Teacher-forced: the CE decomposition and the digit metrics over an evaluation sp
 scoring its own shard and the accumulators summed across ranks. Generation: greedy decoding of
 held-out problems with the KV cache, sharded across ranks and gathered, then exact match, MAE,
 relative error and per-place digit accuracy of the parsed numbers. Every rank returns the same
-numbers, so any rank may report them.
+numbers, so any rank may report them. `evaluate` is what the worker calls at a report.
 """
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from analysis import metric_registry as names
+from trainables.config import TrialConfig
 from trainables.data.batching import collate, encode_prompts
 from trainables.data.benchmarks import BENCHMARKS, is_correct
 from trainables.data.records import Record
 from trainables.losses import NumberVocab
 from trainables.metrics import CEDecomposition, DigitMetrics, PlaceAccuracy, score_numbers
+from trainables.trial_inputs import Splits
 
 
 def _shard(items: Sequence[Any], rank: int, world_size: int, filler: Any) -> tuple[list[Any], int]:
@@ -154,4 +157,75 @@ def score_generation(
     metrics.update(
         {k: v for k, v in places.compute().items() if k != "place_n" and not math.isnan(v)}
     )
+    return metrics
+
+
+def evaluate(
+    model: Any,
+    splits: Splits,
+    config: TrialConfig,
+    *,
+    tokenizer: Any,
+    vocab: NumberVocab | None,
+    step: int,
+    final: bool,
+    device: torch.device,
+    rank: int,
+    world_size: int,
+) -> dict[str, float]:
+    """The metrics of a report at `step`: teacher-forced ones on every evaluation split, and the
+    generation ones at `eval.generate_every` steps and the last (`final`). All ranks must call it.
+
+    Always eager: a compiled training step (`train.compile`) would otherwise recompile for every
+    evaluation batch shape and every decoding step."""
+    with torch.compiler.set_stance("force_eager"):
+        return _evaluate(
+            model, splits, config, tokenizer, vocab, step, final, device, rank, world_size
+        )
+
+
+def _evaluate(
+    model: Any,
+    splits: Splits,
+    cfg: TrialConfig,
+    tokenizer: Any,
+    vocab: NumberVocab | None,
+    step: int,
+    final: bool,
+    device: torch.device,
+    rank: int,
+    world_size: int,
+) -> dict[str, float]:
+    shards = {"device": device, "rank": rank, "world_size": world_size}
+    metrics: dict[str, float] = {}
+    for split, examples in splits.eval_examples.items():
+        scores = teacher_forced(
+            model,
+            examples,
+            vocab=vocab,
+            pad_id=tokenizer.pad_token_id,
+            batch_size=cfg.eval.batch_size,
+            **shards,
+        )
+        metrics.update({names.eval_metric(split, k): v for k, v in scores.items()})
+    every = cfg.eval.generate_every
+    if not splits.generation or not (final or (every and step % every == 0)):
+        return metrics
+    accuracies = []
+    for benchmark, records in splits.generation.items():
+        texts = generate_answers(
+            model,
+            tokenizer,
+            records,
+            batch_size=cfg.eval.batch_size,
+            max_new_tokens=cfg.eval.max_new_tokens,
+            max_prompt_length=cfg.data.max_length * 4,
+            chat_template=cfg.model.chat_template,
+            synced=cfg.train.zero_stage == 3,  # ZeRO-3: every forward is a collective
+            **shards,
+        )
+        scores = score_generation(benchmark, records, texts)
+        metrics.update({names.gen_metric(benchmark, k): v for k, v in scores.items()})
+        accuracies.append(scores["exact_match"])
+    metrics[names.MACC] = sum(accuracies) / len(accuracies)
     return metrics

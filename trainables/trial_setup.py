@@ -1,0 +1,140 @@
+"""Everything one worker of a trial trains with, built from its `TrialConfig`: model, tokenizer,
+loss, data and the DeepSpeed engine with the cosine schedule (`build_trial`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import deepspeed
+import ray.train
+import torch
+import torch.distributed as dist
+
+from trainables.compile_step import compile_engine, compile_wanted
+from trainables.config import TrialConfig
+from trainables.deepspeed_config import deepspeed_config
+from trainables.deepspeed_ops import announce_jit_builds, trial_ops
+from trainables.losses import LOSSES, NumberVocab, build_loss
+from trainables.losses.contract import TokenLoss
+from trainables.models.presets import count_parameters
+from trainables.precision import use_bf16
+from trainables.schedule import lr_factor
+from trainables.startup import StartupTimeline
+from trainables.trial_inputs import (
+    Splits,
+    check_tokenizer_for_loss,
+    load_model_and_tokenizer,
+    load_splits,
+)
+
+
+@dataclass
+class Trial:
+    """One worker's trial: what the training loop and the evaluation read."""
+
+    config: TrialConfig
+    engine: Any
+    """The DeepSpeed engine around the model (`engine.module` is the model)."""
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    tokenizer: Any
+    vocab: NumberVocab | None
+    """The tokenizer's digit tokens (None for a tokenizer without single-digit tokens)."""
+    loss_fn: TokenLoss
+    loss_step: Any
+    """What the training step calls as the loss: `loss_fn`, or its compiled form."""
+    compiled: bool
+    """The training forward and loss are compiled (`train.compile`)."""
+    bf16: bool
+    """The model trains in bf16 (DeepSpeed's bf16 mode), else fp32 (`train.precision`)."""
+    splits: Splits
+    sizes: dict[str, int]
+    """`count_parameters` of the model: total and non-embedding."""
+    device: torch.device
+    rank: int
+    world_size: int
+    hf_deepspeed_config: Any = None
+    """ZeRO-3: transformers' live `HfDeepSpeedConfig`, kept alive as long as the trial."""
+
+
+def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
+    """Build this worker's trial, marking the timeline's model, data and deepspeed phases."""
+    context = ray.train.get_context()
+    rank, world_size = context.get_world_rank(), context.get_world_size()
+    device = ray.train.torch.get_device()
+    torch.manual_seed(cfg.seed_for("init"))
+    train = cfg.train
+    announce_jit_builds(
+        trial_ops(cuda=device.type == "cuda", offload_optimizer=train.offload_optimizer)
+    )
+    # Ray Train set up the process group; DeepSpeed must wrap it before it reads any config
+    # (else it sizes batches for a world of 1).
+    deepspeed.init_distributed(dist_backend=dist.get_backend(), dist_init_required=False)
+    zero3, hf_ds_config = train.zero_stage == 3, None
+    if zero3:
+        # ZeRO-3: a pretrained model's weights are partitioned as they are loaded, never whole
+        # on one rank (transformers' from_pretrained follows a live HfDeepSpeedConfig), so the
+        # config (and the precision: `auto` without a parameter count is fp32 on a CPU) comes
+        # first. Presets are small and built whole; deepspeed.initialize partitions them.
+        from transformers.integrations import HfDeepSpeedConfig
+
+        bf16 = use_bf16(train.precision, cuda=device.type == "cuda")
+        ds_config = deepspeed_config(train, world_size, bf16=bf16)
+        hf_ds_config = HfDeepSpeedConfig(ds_config)  # must stay alive: kept in the Trial
+    model, tokenizer = load_model_and_tokenizer(
+        cfg.model,
+        cfg.cache_dir,
+        seed=cfg.seed_for("init"),
+        data=cfg.data,
+        data_seed=cfg.seed_for("data"),
+    )
+    sizes = count_parameters(model)
+    if not zero3:
+        # On a CPU, `auto` weighs presets only: the one pretrained shape measured (SmolLM2-135M)
+        # was not faster in bf16 there (bench/README.md).
+        n_params = sizes["total"] if cfg.model.preset is not None else None
+        bf16 = use_bf16(train.precision, n_params=n_params, cuda=device.type == "cuda")
+        ds_config = deepspeed_config(train, world_size, bf16=bf16)
+    vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
+    # What the loss takes from the model (EMO: a frozen copy of the output embedding), now,
+    # before training moves the weights.
+    inputs = LOSSES[cfg.loss.name].model_inputs(model, zero3=zero3)
+    loss_fn = build_loss(cfg.loss.name, vocab, **cfg.loss.params, **inputs)
+    timeline.mark("model")
+    splits = load_splits(cfg, tokenizer)
+    timeline.mark("data")
+    engine, _, _, scheduler = deepspeed.initialize(
+        model=model,
+        model_parameters=[p for p in model.parameters() if p.requires_grad],
+        config=ds_config,
+        lr_scheduler=lambda opt: torch.optim.lr_scheduler.LambdaLR(
+            opt,
+            lambda s: lr_factor(
+                s,
+                steps=train.steps,
+                warmup_steps=train.warmup_steps,
+                min_lr_ratio=train.min_lr_ratio,
+            ),
+        ),
+        dist_init_required=False,  # Ray Train already set up the process group
+    )
+    compiled = compile_wanted(cfg)
+    loss_step = compile_engine(engine, loss_fn, cfg.cache_dir) if compiled else loss_fn
+    timeline.mark("deepspeed")
+    return Trial(
+        config=cfg,
+        engine=engine,
+        scheduler=scheduler,
+        tokenizer=tokenizer,
+        vocab=vocab,
+        loss_fn=loss_fn,
+        loss_step=loss_step,
+        compiled=compiled,
+        bf16=bf16,
+        splits=splits,
+        sizes=sizes,
+        device=device,
+        rank=rank,
+        world_size=world_size,
+        hf_deepspeed_config=hf_ds_config,
+    )
