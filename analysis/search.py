@@ -113,7 +113,8 @@ def eta_squared(y: np.ndarray, labels: Sequence[str]) -> float | None:
     lab = np.asarray(labels)
     between = sum(
         int(np.sum(lab == g)) * (float(y[lab == g].mean()) - float(y.mean())) ** 2
-        for g in set(labels)
+        # a fixed order: a float sum over a set's order varied in the last digit between runs
+        for g in sorted(set(labels), key=str)
     )
     return between / total
 

@@ -203,6 +203,7 @@ def budget(root: str) -> Result:
         .group_by("trial_id", "metric")
         .agg(pl.col("value").last())
         .pivot(on="metric", index="trial_id", values="value")
+        .select("trial_id", *names)  # pivot's column order follows the rows': fix it
         .join(trials.select("trial_id", "loss", "model", "seed"), on="trial_id")
         .with_columns(
             (6 * pl.col(names[0]) * pl.col(names[1])).alias("flops"),
