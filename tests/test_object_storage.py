@@ -27,7 +27,7 @@ from tests.sweep_runs import ROOT, numsweep, numsweep_background, write_sweep
 from tests.test_tracking import free_port, stop, wait_http
 
 EXPERIMENT = "s3sweep"
-STEPS = 20
+STEPS = 60
 SWEEP = {
     "experiment": EXPERIMENT,
     "mode": "grid",
@@ -148,8 +148,11 @@ def test_the_reader_reads_a_bucket_as_it_reads_a_folder(s3, tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_sweep_on_s3_resumes_and_is_read_where_it_lies(s3, tmp_path) -> None:
+def test_sweep_on_s3_resumes_and_is_read_where_it_lies(s3, tmp_path, monkeypatch) -> None:
     root = "s3://numsweep/studies/one"
+    # Tune saves its experiment state (what a resume restores from) at most this often; on a
+    # remote store its default spacing let both trials finish before the state was there.
+    monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", "1")
     config = write_sweep(tmp_path, SWEEP)
 
     first = numsweep_background("sweep", config, "--results", root)

@@ -22,21 +22,25 @@ class StartupTimeline:
         self.marks = {"worker_process": psutil.Process().create_time(), "imports": imported_at}
         self.durations: dict[str, float] = {}
         """Phases measured as durations (seconds), not as points on the timeline."""
+        self.reported = False
+        """Taken once: later marks (the loop marks `first_step` every step) are ignored."""
 
     def mark(self, phase: str) -> None:
         """`phase` ended now (once: a phase marked again keeps its first time)."""
-        self.marks.setdefault(phase, time.time())
+        if not self.reported:
+            self.marks.setdefault(phase, time.time())
 
     def took(self, phase: str, seconds: float) -> None:
         """`phase` (e.g. the first compile) took `seconds`, wherever it fell."""
-        self.durations.setdefault(phase, seconds)
+        if not self.reported:
+            self.durations.setdefault(phase, seconds)
 
     def take_metrics(self) -> dict[str, float]:
         """The timeline's metrics, once: nothing without a launch time or after the first call."""
-        if self.launched_at is None or not self.marks:
+        if self.launched_at is None or self.reported:
             return {}
         at = self.launched_at
         metrics = {f"perf/startup/{phase}_s": t - at for phase, t in self.marks.items()}
         metrics.update({f"perf/startup/{phase}_s": s for phase, s in self.durations.items()})
-        self.marks, self.durations = {}, {}
+        self.marks, self.durations, self.reported = {}, {}, True
         return {"perf/startup/launched_at": at, **metrics}
