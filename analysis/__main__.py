@@ -302,6 +302,10 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     by = _split_list(getattr(args, "by", None)) or ["loss"]
     pool = _split_list(getattr(args, "pool", None))
     block = _split_list(getattr(args, "block", None))
+    arms = {"by": by, "pool": pool, "block": block}  # how trials form arms: every arm command
+    if args.command in ("ablation", "power"):
+        paired = {**arms, "only": list(args.arms or []), "baseline": args.baseline}
+        paired["values"] = _parse_or_exit(parse_values, args.value or ["final"])
     if args.command == "ablation":
         from analysis.ablation import ablation
         from analysis.paired_options import PairedOptions
@@ -312,12 +316,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             store,
             metrics=_split_list(args.metrics) or None,
             all_metrics=args.all,
-            values=_parse_or_exit(parse_values, args.value or ["final"]),
-            by=by,
-            pool=pool,
-            block=block,
-            only=list(args.arms or []),
-            baseline=args.baseline,
+            **paired,
             level=level,
             correction=args.correction,
             family=args.family,
@@ -338,12 +337,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             store,
             delta=args.delta,
             metrics=_split_list(args.metrics) or None,
-            values=_parse_or_exit(parse_values, args.value or ["final"]),
-            by=by,
-            pool=pool,
-            block=block,
-            only=list(args.arms or []),
-            baseline=args.baseline,
+            **paired,
             level=level,
             alpha=args.alpha,
             target_power=args.power,
@@ -358,9 +352,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             store,
             metrics=_split_list(args.metrics) or None,
             last=args.last,
-            by=by,
-            pool=pool,
-            block=block,
+            **arms,
             level=level,
             min_slope=args.min_slope,
             **statuses,
@@ -370,9 +362,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
 
         result = entropy(
             store,
-            by=by,
-            pool=pool,
-            block=block,
+            **arms,
             baseline=args.baseline,
             split_names=_split_list(args.split) or None,
             level=level,

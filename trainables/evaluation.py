@@ -160,10 +160,11 @@ def score_generation(
     return metrics
 
 
+@torch.compiler.set_stance("force_eager")
 def evaluate(
     model: Any,
     splits: Splits,
-    config: TrialConfig,
+    cfg: TrialConfig,
     *,
     tokenizer: Any,
     vocab: NumberVocab | None,
@@ -178,24 +179,6 @@ def evaluate(
 
     Always eager: a compiled training step (`train.compile`) would otherwise recompile for every
     evaluation batch shape and every decoding step."""
-    with torch.compiler.set_stance("force_eager"):
-        return _evaluate(
-            model, splits, config, tokenizer, vocab, step, final, device, rank, world_size
-        )
-
-
-def _evaluate(
-    model: Any,
-    splits: Splits,
-    cfg: TrialConfig,
-    tokenizer: Any,
-    vocab: NumberVocab | None,
-    step: int,
-    final: bool,
-    device: torch.device,
-    rank: int,
-    world_size: int,
-) -> dict[str, float]:
     shards = {"device": device, "rank": rank, "world_size": world_size}
     metrics: dict[str, float] = {}
     for split, examples in splits.eval_examples.items():

@@ -67,9 +67,10 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
             return
         stats.add(result)
         checkpoint.tokens_seen += result.n_inputs
-        if trial.compiled and step == checkpoint.start_step:
-            _announce_compile(timeline, result.seconds)
-        timeline.mark("first_step")
+        if step == checkpoint.start_step:
+            if trial.compiled:
+                _announce_compile(timeline, result.seconds)
+            timeline.mark("first_step")
 
         done = step + 1
         final = done == cfg.train.steps
