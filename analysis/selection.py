@@ -174,9 +174,11 @@ def missing_values_note(latest: pl.DataFrame, picked: pl.DataFrame, spec: ValueS
         return None
     per_metric = missing.group_by("metric").len().sort("metric")
     listed = ", ".join(f"{m} ({n})" for m, n in per_metric.iter_rows())
-    why = {
-        "last": f"fewer than {spec.count} evaluations",
-        "auc": "no evaluation in the step range",
-        "steps_to": f"never reached {spec.target:g} (censored: left out of means and tests)",
-    }[spec.kind]
+    # Only the message of this kind is built: another kind's fields (target, count) may be None.
+    if spec.kind == "last":
+        why = f"fewer than {spec.count} evaluations"
+    elif spec.kind == "auc":
+        why = "no evaluation in the step range"
+    else:
+        why = f"never reached {spec.target:g} (censored: left out of means and tests)"
     return f"{spec.label}: {missing.height} trial value(s) missing, {why}: {listed}"

@@ -135,6 +135,14 @@ def test_ablation_counts_censored_trials(tmp_path: Path) -> None:
     assert any("(n=3)" in c for row in cells for c in row)
 
 
+def test_ablation_notes_trials_with_too_few_evaluations(store) -> None:
+    # Every trial has 5 evaluations: last:6 has no value for any (the note was once built for
+    # every summary kind at once and failed on steps_to's missing target).
+    result = ablation(open_store(store.root), metrics=[ACC], values=[parse_value("last:6")])
+    note = next(n for n in result.notes if n.startswith("last 6"))
+    assert "10 trial value(s) missing, fewer than 6 evaluations" in note
+
+
 @pytest.mark.parametrize("command", ["ablation", "search", "scaling", "power"])
 def test_bad_summary_exits_2_naming_value(store, command, capsys) -> None:
     extra = ["--delta", "0.02"] if command == "power" else []

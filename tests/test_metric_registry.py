@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from analysis import metric_registry as registry
-from analysis.metric_names import DECOMPOSITION_LEAVES, HELD_OUT_LEAVES
+from analysis.metric_registry import DECOMPOSITION_LEAVES, HELD_OUT_LEAVES
 from analysis.results import METRICS_SCHEMA, ResultsStore, trial_row, trials_schema
 from orchestrator.cli import _finish, summary_metrics
 from orchestrator.parquet_sink import METRIC_PREFIXES
