@@ -8,7 +8,7 @@ import datetime as dt
 from pathlib import Path
 
 from analysis.results import trial_row
-from tests.synthetic_sweep import trial_config, write_metric_rows, write_trial_states
+from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
 
 T0 = dt.datetime(2025, 3, 1, tzinfo=dt.UTC)
 
