@@ -1,17 +1,13 @@
-"""The analysis commands on small generated stores: golden tables for the 3-trial store (expected
-numbers derived below by arithmetic from the values in tests/analysis_fixtures.py), checks of the
-whole pipeline against an independent reading + scipy, the readable defaults (headline panels),
-the paired tests' corrections, partial and insufficient data, JSON output and the CLI.
-Scaling has its own file (test_analysis_scaling.py).
+"""The ablation command (analysis/ablation.py) on small stores: golden tables for the 3-trial
+store (expected numbers derived below by arithmetic from the values in
+tests/analysis_fixtures.py), the readable defaults (headline panels), the paired tests'
+corrections, baselines, pooling and blocks, and partial and insufficient data.
+Scaling has its own folder (tests/analysis/scaling/).
 """
 
 from __future__ import annotations
 
-import io
 import json
-import math
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -21,12 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
-from analysis.__main__ import main
 from analysis.ablation import ablation
 from analysis.entropy import entropy
 from analysis.results import trial_row
 from analysis.scaling import scaling
-from analysis.search import search
 from analysis.selection import BEST, FINAL, ValueSpec
 from analysis.store import ResultsError, load_trials, open_store
 from analysis.table import render, table_markdown
@@ -36,26 +30,8 @@ from bench.synthetic_store import (
     write_metric_rows,
     write_trial_states,
 )
-from tests.analysis_fixtures import at, holm_by_definition, write_golden_store
-
-ROOT = Path(__file__).resolve().parents[2]
-# The t quantile at 0.975 with 1 degree of freedom (two seeds): t(1) is the Cauchy distribution,
-# whose quantile is tan(π(p − 1/2)).
-T1 = math.tan(math.pi * (0.975 - 0.5))
-
-
-def pm2(a: float, b: float) -> str:
-    """The cell for seeds a and b: mean ± t(1)·sd/√2, where sd/√2 = |a − b| / 2."""
-    return f"{(a + b) / 2:.4g} ± {T1 * abs(a - b) / 2:.2g}"
-
-
-@pytest.fixture
-def golden(tmp_path: Path) -> Path:
-    return write_golden_store(tmp_path / "results")
-
-
-def md_rows(markdown: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip("|").split(" | ")] for line in markdown.splitlines()[2:]]
+from tests.analysis.table_cells import T1, md_rows, pm2
+from tests.analysis_fixtures import at, holm_by_definition
 
 
 def test_golden_ablation_table(golden: Path) -> None:
@@ -129,54 +105,6 @@ def test_ablation_value_at_a_step_and_metric_choice(golden: Path) -> None:
         ["del", "1", "0.55", "0.7"],
     ]
     assert result.tables[0].marked == {(0, 2)}
-
-
-def test_golden_entropy_curves(golden: Path) -> None:
-    result = entropy(open_store(golden))
-    curves = next(t for t in result.tables if t.name == "entropy_test")
-    assert curves.columns == ["arm", "step", "seeds", "digit_entropy", "digit_acc"]
-    assert md_rows(table_markdown(curves)) == [
-        ["mle", "0", "2", pm2(2.3, 2.3), pm2(0.10, 0.12)],
-        ["mle", "100", "2", pm2(1.0, 1.1), pm2(0.50, 0.70)],
-        ["mle", "200", "2", pm2(0.9, 0.8), pm2(0.60, 0.64)],
-        ["del", "0", "1", "2.3", "0.11"],
-        ["del", "100", "1", "0.7", "0.55"],
-        ["del", "200", "1", "0.5", "0.75"],
-    ]
-    assert pm2(2.3, 2.3) == "2.3 ± 0"  # identical seeds: a zero-width interval, not a missing one
-    final = next(t for t in result.tables if t.name == "entropy_final_test")
-    assert final.columns == ["arm", "seeds", "digit_entropy", "digit_acc"]
-    assert md_rows(table_markdown(final))[1] == ["del", "1", "0.5", "**0.75**"]
-
-
-def test_golden_search_best_and_pareto(golden: Path) -> None:
-    best = search(open_store(golden)).tables[0]
-    # Default objective gen/macc (max): mle_s1 0.50 > del_s0 0.45 > mle_s0 0.40.
-    assert [r[1] for r in best.rows] == ["mle_s1", "del_s0", "mle_s0"]
-    assert best.columns[:4] == ["rank", "trial_id", "status", "gen/macc (max)"]
-    # gen/macc (max) vs eval/test/ce (min), final values: mle_s0 (0.40, 1.00), mle_s1 (0.50,
-    # 1.05), del_s0 (0.45, 0.90). del_s0 beats mle_s0 on both; mle_s1 and del_s0 trade off.
-    result = search(open_store(golden), objectives=["gen/macc", "eval/test/ce"])
-    front = result.tables[0]
-    assert front.name == "search_pareto"
-    assert [r[0] for r in front.rows] == ["mle_s1", "del_s0"]
-    assert "fewer than 4 trials with objective values: no importance table" in result.notes
-
-
-def test_search_importance_finds_the_parameter_that_matters(tmp_path: Path) -> None:
-    # In the generator macc grows with model size and barely depends on the seed.
-    generate_store(tmp_path, losses=("mle",), seeds=(0, 1, 2, 3), seed=2)
-    result = search(open_store(tmp_path))
-    importance = result.tables[1].data.sort("eta_squared", descending=True)
-    assert importance["parameter"].to_list() == ["model", "seed"]
-    assert importance["eta_squared"][0] > 0.9 > 0.2 > importance["eta_squared"][1]
-
-
-def test_bad_objectives_are_named(golden: Path) -> None:
-    with pytest.raises(ResultsError, match="unknown metric 'gen/nope' for --objective"):
-        search(open_store(golden), objectives=["gen/nope"])
-    with pytest.raises(ResultsError, match="no known direction; write eval/test/digit_entropy:max"):
-        search(open_store(golden), objectives=["eval/test/digit_entropy"])
 
 
 def _independent_final_values(root: Path, metric: str) -> dict[str, float]:
@@ -299,75 +227,6 @@ def test_rows_split_by_experiment_when_several_are_read(tmp_path: Path) -> None:
         "mle (experiment=zero2)",
         "mle (experiment=zero3)",
     ]
-
-
-def test_cli_prints_tables_and_exits_2_on_bad_input(
-    golden: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["ablation", str(golden)]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("# Ablation") and "| del | 1 |" in out
-    assert main(["ablation", str(golden), "--format", "csv"]) == 0
-    captured = capsys.readouterr()
-    csv = pl.read_csv(io.StringIO(captured.out))
-    assert set(csv["arm"]) == {"mle", "del"} and "mean" in csv.columns
-    assert "note: one seed: no interval for del" in captured.err
-    assert main(["scaling", str(golden), "--format", "latex"]) == 0
-    assert "\\begin{tabular}" in capsys.readouterr().out
-    cases = [
-        (["ablation", str(golden / "missing")], "does not exist"),
-        (["entropy", str(golden), "--experiment", "nope"], "unknown experiment 'nope'"),
-        (
-            ["ablation", str(golden), "--metric", "eval/test/nope"],
-            "unknown metric 'eval/test/nope'",
-        ),
-        (
-            ["ablation", str(golden), "--value", "last"],
-            "--value must be one of final, best, step:N",
-        ),
-        (["search", str(golden), "--status", "DONE"], "unknown status DONE"),
-        (["entropy", str(golden), "--split", "extra"], "unknown split 'extra'"),
-        (["ablation", str(golden), "--level", "1.5"], "confidence level must be in (0, 1)"),
-        (["ablation", str(golden), "--all", "--metrics", "gen/macc"], "--all and --metrics"),
-        (["scaling", str(golden), "--axis", "Q"], "unknown axis Q"),
-        (["scaling", str(golden), "--axis", "D"], "need train/tokens_seen"),
-        (["scaling", str(golden), "--bootstrap", "0"], "--bootstrap must be >= 1"),
-    ]
-    for argv, message in cases:
-        assert main(argv) == 2, argv
-        err = capsys.readouterr().err
-        assert err.startswith("error: ") and message in err, (argv, err)
-    for argv in (["ablation"], ["ablation", str(golden), "--correction", "sidak"]):
-        with pytest.raises(SystemExit) as exit_info:
-            main(argv)
-        assert exit_info.value.code == 2
-
-
-def test_analysis_never_imports_the_training_stack(golden: Path, tmp_path: Path) -> None:
-    code = (
-        "import sys\n"
-        "import analysis, analysis.ablation, analysis.entropy, analysis.scaling\n"
-        "import analysis.search, analysis.report, analysis.figures\n"
-        "from analysis.__main__ import main\n"
-        f"assert main(['report', {str(golden)!r}, '-o', {str(tmp_path / 'r')!r}]) == 0\n"
-        "assert 'scipy.stats' in sys.modules  # the statistics are scipy's\n"
-        "banned = ('torch', 'ray', 'deepspeed', 'optuna', 'pandas', 'orchestrator', 'trainables')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in banned))\n"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip().splitlines()[-1] == "[]"
-    # And the module entry point itself, as users call it.
-    cli = subprocess.run(
-        [sys.executable, "-m", "analysis", "ablation", str(golden), "--experiment", "nope"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert cli.returncode == 2 and "unknown experiment 'nope'" in cli.stderr
 
 
 def _hand_store(root: Path, values: dict[str, dict[int, dict[str, float]]]) -> Path:
@@ -506,27 +365,6 @@ def test_holm_correction_covers_the_stated_family(tmp_path: Path) -> None:
     assert all(p == adj for p, adj in none.values())
 
 
-def test_json_output_of_every_command(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("ablation", "entropy", "scaling", "search"):
-        assert main([command, str(golden), "--format", "json"]) == 0
-        doc = json.loads(capsys.readouterr().out)
-        assert doc["command"] == command and doc["settings"].get("level", 0.95) == 0.95
-        assert {"title", "header", "notes", "tables"} <= set(doc)
-        for table in doc["tables"]:
-            assert {"name", "title", "columns", "rows", "records"} <= set(table)
-    assert main(["ablation", str(golden), "--format", "json", "--level", "0.9"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    record = next(
-        r
-        for r in doc["tables"][0]["records"]
-        if r["arm"] == "mle" and r["metric"] == "eval/test/ce"
-    )
-    # Two seeds 1.00 and 1.05 at the 90% level: t(1) quantile at 0.95 is tan(0.45π).
-    half = math.tan(math.pi * 0.45) * 0.025
-    assert (record["ci_low"], record["ci_high"]) == pytest.approx((1.025 - half, 1.025 + half))
-    assert record["level"] == 0.9 and "90% CI" in doc["tables"][0]["title"]
-
-
 def test_baseline_may_be_one_arm_of_a_loss(tmp_path: Path) -> None:
     # DEL with and without its distance term (the grid's variants of one loss): the variant is
     # tested against plain DEL, named by its arm label. Values by hand: Δ per seed and its mean.
@@ -651,15 +489,3 @@ def test_block_pairs_units_across_model_sizes(tmp_path: Path) -> None:
     assert record["mean_diff"] == pytest.approx(float((wide["del"] - wide["mle"]).mean()), rel=1e-9)
     assert record["p"] == pytest.approx(t.pvalue, rel=1e-9)
     assert any(n.startswith("blocks of model") for n in result.notes)
-
-
-def test_save_writes_each_format_of_one_command(golden: Path, tmp_path: Path) -> None:
-    from analysis.__main__ import save
-
-    save(["ablation", str(golden), "--metrics", "eval/test/digit_acc"], tmp_path / "t")
-    assert "| mle |" in (tmp_path / "t.md").read_text()
-    doc = json.loads((tmp_path / "t.json").read_text())
-    assert doc["command"] == "ablation" and doc["tables"]
-    with pytest.raises(ResultsError, match="unknown metric"):
-        save(["ablation", str(golden), "--metrics", "nope/x"], tmp_path / "bad")
-    assert not (tmp_path / "bad.md").exists()

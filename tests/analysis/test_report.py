@@ -4,9 +4,7 @@ apt-get when missing)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from analysis.report import write_report
 from analysis.store import open_store
 from bench.synthetic_store import generate_store
 from tests.analysis_fixtures import write_golden_store
+from tests.chromium import CHROMIUM_FLAGS, ensure_chromium
 
 SIZES = {"s": 1_000_000, "m": 4_000_000, "l": 16_000_000, "xl": 64_000_000}
 FIGURES = {
@@ -29,17 +28,6 @@ FIGURES = {
     "ee_share.png",
     "pareto.png",
 }
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-]
 
 
 def make_report(tmp_path: Path) -> Path:
@@ -116,27 +104,6 @@ def test_report_on_data_that_support_little(tmp_path: Path) -> None:
     assert 'src="figures/entropy_test.png"' in html
 
 
-def ensure_chromium() -> str:
-    """The chromium binary, installed from Debian's `chromium` package when missing."""
-    found = shutil.which("chromium")
-    if found:
-        return found
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        pytest.skip("chromium missing and no root apt-get to install Debian's chromium package")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "chromium"]
-    done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=1800)
-    if done.returncode != 0:  # stale package lists: refresh once and retry
-        subprocess.run(["apt-get", "update"], capture_output=True, env=env, timeout=900)
-        done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=1800)
-    assert done.returncode == 0, f"apt-get install chromium failed:\n{done.stderr[-3000:]}"
-    found = shutil.which("chromium")
-    assert found, "chromium installed but not on PATH"
-    return found
-
-
-# Written into a copy of the page (next to it, so relative paths resolve the same way): after
-# load, record how many <img> elements there are and how many decoded to a non-zero width.
 IMAGE_PROBE = """<script>
 window.addEventListener('load', function () {
   var imgs = Array.prototype.slice.call(document.images);

@@ -22,16 +22,11 @@ from analysis.store import (
     scan_metrics,
 )
 from bench.synthetic_store import EXACT_METRICS, generate_store, write_foreign_trials_part
-from tests.analysis_fixtures import at, write_golden_store
+from tests.analysis_fixtures import at
 from trainables.losses import param_columns
 
 TRIALS_SCHEMA_NOW = trials_schema(param_columns())
 """The trials schema the sweep's sink writes (parameter columns from the loss registry)."""
-
-
-@pytest.fixture
-def golden(tmp_path: Path) -> Path:
-    return write_golden_store(tmp_path / "results")
 
 
 def test_synthetic_store_is_written_as_the_sink_writes(tmp_path: Path) -> None:

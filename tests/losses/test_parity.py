@@ -17,7 +17,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.losses.test_vocab import byte_level_bpe
+from tests.trained_tokenizers import byte_level_bpe
 from trainables.losses import NumberVocab, build_loss
 
 ntloss = pytest.importorskip("ntloss")

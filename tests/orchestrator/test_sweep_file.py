@@ -152,7 +152,7 @@ def test_cli_rejects_digit_loss_on_multi_digit_tokenizer(tmp_path, capsys):
     """A pretrained model whose tokenizer merges digits: `del` is refused before launch."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from tests.losses.test_vocab import byte_level_bpe
+    from tests.trained_tokenizers import byte_level_bpe
 
     tokenizer = byte_level_bpe(split_digits=False)
     tokenizer.eos_token = "<|endoftext|>"

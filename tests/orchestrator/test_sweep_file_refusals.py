@@ -146,7 +146,7 @@ def test_preflight_needs_no_model_weights(tmp_path, capsys):
     dry run checks tokenizer and config, and never loads the weights."""
     from transformers import LlamaConfig
 
-    from tests.losses.test_vocab import byte_level_bpe
+    from tests.trained_tokenizers import byte_level_bpe
 
     tokenizer = byte_level_bpe(split_digits=True)
     tokenizer.eos_token = "<|endoftext|>"

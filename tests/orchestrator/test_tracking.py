@@ -231,7 +231,7 @@ def test_progress_lines_when_not_a_terminal(tracked) -> None:
 def test_optuna_study_is_labelled_and_shown_by_the_dashboard(tracked, tmp_path) -> None:
     import optuna
 
-    from tests.analysis.test_report import CHROMIUM_FLAGS, ensure_chromium
+    from tests.chromium import CHROMIUM_FLAGS, ensure_chromium
 
     _, results, _, trials = tracked
     storage = f"sqlite:///{results}/experiments/{EXPERIMENT}/optuna.db"

@@ -73,7 +73,7 @@ def test_splits_for_a_generated_sweep_with_a_benchmark(tmp_path):
 
 
 def test_tokenizer_check_per_loss():
-    from tests.losses.test_vocab import byte_level_bpe
+    from tests.trained_tokenizers import byte_level_bpe
 
     merged = byte_level_bpe(split_digits=False)
     assert check_tokenizer_for_loss(merged, "mle") is None  # CE needs no digit tokens
