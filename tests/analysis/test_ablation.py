@@ -8,12 +8,9 @@ Scaling has its own folder (tests/analysis/scaling/).
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
@@ -105,59 +102,6 @@ def test_ablation_value_at_a_step_and_metric_choice(golden: Path) -> None:
         ["del", "1", "0.55", "0.7"],
     ]
     assert result.tables[0].marked == {(0, 2)}
-
-
-def _independent_final_values(root: Path, metric: str) -> dict[str, float]:
-    """Final value per trial, read with pyarrow and deduplicated in plain Python."""
-    table = pq.read_table(root / "metrics").to_pylist()
-    latest: dict[tuple[str, int], tuple[tuple, float]] = {}
-    for r in table:
-        if r["metric"] != metric:
-            continue
-        key = (r["trial_id"], r["step"])
-        rank = (r["attempt"], r["ts"])
-        if key not in latest or rank > latest[key][0]:
-            latest[key] = (rank, r["value"])
-    final: dict[str, tuple[int, float]] = {}
-    for (trial, step), (_, value) in latest.items():
-        if trial not in final or step > final[trial][0]:
-            final[trial] = (step, value)
-    return {t: v for t, (_, v) in final.items()}
-
-
-def test_ablation_intervals_and_paired_test_match_scipy(tmp_path: Path) -> None:
-    generate_store(
-        tmp_path,
-        losses=("mle", "del"),
-        seeds=(0, 1, 2, 3, 4),
-        sizes={"s": 1_000_000},
-        restored_fraction=0.1,
-        retried_fraction=0.3,
-        seed=13,
-    )
-    metric = "eval/test/digit_acc"
-    result = ablation(open_store(tmp_path), metrics=[metric], values=[FINAL])
-    finals = _independent_final_values(tmp_path, metric)
-    trials = pq.read_table(tmp_path / "trials").to_pylist()
-    by_seed: dict[str, dict[int, float]] = defaultdict(dict)
-    for t in trials:
-        by_seed[t["loss"]][t["seed"]] = finals[t["trial_id"]]
-    data = {r["arm"]: r for r in result.tables[0].data.iter_rows(named=True)}
-    for loss in ("mle", "del"):
-        values = [by_seed[loss][s] for s in range(5)]
-        lo, hi = stats.t.interval(0.95, 4, loc=np.mean(values), scale=stats.sem(values))
-        assert data[loss]["mean"] == pytest.approx(np.mean(values), rel=1e-12)
-        assert (data[loss]["ci_low"], data[loss]["ci_high"]) == pytest.approx((lo, hi), rel=1e-9)
-    ref = stats.ttest_rel(
-        [by_seed["del"][s] for s in range(5)], [by_seed["mle"][s] for s in range(5)]
-    )
-    assert data["del"]["p"] == pytest.approx(ref.pvalue, rel=1e-8)
-    assert data["del"]["t"] == pytest.approx(ref.statistic, rel=1e-10)
-    # One test in its family (one table, one metric, one arm): Holm leaves p as it is.
-    assert data["del"]["p_adjusted"] == pytest.approx(ref.pvalue, rel=1e-8)
-    sig = result.tables[1]
-    assert sig.name == "ablation_test_vs_baseline" and sig.rows[0][:2] == ["del", "mle"]
-    assert sig.rows[0][2].endswith(")") and "(Holm " in sig.rows[0][2]  # all 5 seeds pair
 
 
 def test_partial_results_of_a_running_sweep(tmp_path: Path) -> None:

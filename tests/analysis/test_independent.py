@@ -78,6 +78,8 @@ def test_ablation_matches_pandas_and_scipy(store: Path) -> None:
     final = pandas_finals(store)
     final = final[final["metric"].isin(metrics)]
     checked, raw_p, keys = 0, [], []
+    # (del arm, metric) -> (seeds in common with mle, the arm's seeds, p)
+    pairs: dict[tuple[str, str], tuple[int, int, float]] = {}
     for (loss, lr, model, metric), group in final.groupby(["loss", "lr", "model", "metric"]):
         mine = records[
             (records["loss"] == loss)
@@ -88,6 +90,7 @@ def test_ablation_matches_pandas_and_scipy(store: Path) -> None:
         assert len(mine) == 1
         row = mine.iloc[0]
         assert_mean_ci(row, group["value"].to_numpy())
+        assert row["mean"] == pytest.approx(group["value"].mean(), rel=1e-12)
         if loss == "del":
             base = final[
                 (final["loss"] == "mle")
@@ -97,17 +100,42 @@ def test_ablation_matches_pandas_and_scipy(store: Path) -> None:
             ].set_index("seed")["value"]
             mine_by_seed = group.set_index("seed")["value"]
             common = sorted(set(base.index) & set(mine_by_seed.index))
+            arm = f"del (lr={lr:g}, model={model})"
+            pairs[(arm, metric)] = (len(common), len(mine_by_seed), math.nan)
             if len(common) >= 2:
                 ref = stats.ttest_rel(mine_by_seed[common], base[common])
-                assert row["t"] == pytest.approx(ref.statistic, rel=REL)
+                assert row["t"] == pytest.approx(ref.statistic, rel=1e-10)
                 assert row["p"] == pytest.approx(ref.pvalue, rel=REL)
                 raw_p.append(ref.pvalue)
                 keys.append(row["p_adjusted"])
+                pairs[(arm, metric)] = (len(common), len(mine_by_seed), ref.pvalue)
         checked += 1
     assert checked == 2 * 2 * 5 * 2  # loss × lr × model × metric
     # One family: every paired test of the table (one panel, both metrics).
     assert len(raw_p) >= 15
     assert keys == pytest.approx(holm_by_definition(raw_p), rel=REL)
+    # The table of paired tests: each del arm against the mle arm of its own lr and size, one
+    # cell per metric with Holm's p; a cell names its pair count when one of the arm's seeds has
+    # no mle partner, and says why there is no test below 2 pairs.
+    sig = result.tables[1]
+    assert sig.name == "ablation_test_vs_baseline"
+    assert sig.columns == ["arm", "baseline", "digit_acc", "ce"]
+    assert {r[0] for r in sig.rows} == {arm for arm, _ in pairs}
+    for row in sig.rows:
+        assert row[1] == row[0].replace("del (", "mle (")
+        for cell, metric in zip(row[2:], metrics, strict=True):
+            n, seeds, _ = pairs[(row[0], metric)]
+            if n < 2:
+                assert cell == f"— ({n} common seed(s): no test)", (row, n)
+                continue
+            assert "(Holm " in cell
+            assert cell.endswith(")") if n == seeds else cell.endswith(f"n={n}"), (row, n)
+    # One test in its family (one arm, one metric): Holm leaves p as it is.
+    arm, metric = next(k for k, (n, _, _) in pairs.items() if n == 4)
+    alone = ablation(open_store(store), metrics=[metric], only=[arm], family="all")
+    record = next(r for r in alone.tables[0].data.iter_rows(named=True) if r["arm"] == arm)
+    assert record["p"] == pytest.approx(pairs[(arm, metric)][2], rel=REL)
+    assert record["p_adjusted"] == pytest.approx(record["p"], rel=1e-12)
 
 
 def test_scaling_matches_pandas_scipy_and_numpy(store: Path) -> None:

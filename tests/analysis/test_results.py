@@ -1,6 +1,8 @@
-"""The results module is the one definition of the store: `numsweep status`, the sink's reader
-and the analysis apply its rules and agree on a store with restores and retries; the trials
-table's parameter columns come from the loss registry; compaction keeps what the readers see."""
+"""The results module (analysis/results.py) is the one definition of the store: `numsweep
+status`, the sink's reader and the analysis apply its rules and agree on a store with restores
+and retries; the trials table's parameter columns come from the loss registry; compaction keeps
+every row and what the readers see; the trial-state rule, on its own and across parts with
+differing columns."""
 
 from __future__ import annotations
 
@@ -18,11 +20,13 @@ from analysis.results import (
     trials_schema,
 )
 from analysis.selection import FINAL, select_values
-from analysis.store import load_trials, open_store, read_latest
+from analysis.store import current_trials, load_trials, open_store, read_latest
+from bench.synthetic_store import write_foreign_trials_part
 from orchestrator.parquet_sink import ParquetSink
 from orchestrator.search_space import trial_config
 from orchestrator.status import experiment_status, open_experiment, trial_table
 from orchestrator.sweep_file import SweepConfig
+from tests.analysis_fixtures import at as golden_at
 from trainables.losses import param_columns
 
 T0 = dt.datetime(2025, 6, 1, tzinfo=dt.UTC)
@@ -158,7 +162,8 @@ def test_the_sink_counts_attempts_by_the_same_rule(tmp_path):
     assert sink._started == {"mle_a": at(1), "dist2_b": at(2), "del_c": at(3)}
 
 
-def test_trial_state_rule():
+def test_trial_state_rule(golden: Path) -> None:
+    # The rule itself (analysis.results.trial_states), on rows written out of order.
     rows = pl.DataFrame(
         {
             "trial_id": ["t", "t", "t", "u"],
@@ -180,14 +185,48 @@ def test_trial_state_rule():
         "starts": 2,
     }
     assert states[1]["trial_id"] == "u" and states[1]["starts"] == 1
+    # ... and as the store's reader applies it across parts: a later part with a status-only row
+    # (no config columns) and a new parameter column.
+    write_foreign_trials_part(
+        golden,
+        "golden",
+        [
+            {
+                "trial_id": "mle_s1",
+                "status": "ERROR",
+                "error": "OOM",
+                "warmup": 10,
+                "ts": golden_at(5000),
+            }
+        ],
+    )
+    trials = load_trials(open_store(golden))
+    row = trials.filter(pl.col("trial_id") == "mle_s1").row(0, named=True)
+    assert row["status"] == "ERROR" and row["error"] == "OOM"
+    assert row["loss"] == "mle" and row["seed"] == 1  # from earlier rows
+    assert row["warmup"] == 10
+    other = trials.filter(pl.col("trial_id") == "del_s0").row(0, named=True)
+    assert other["status"] == "TERMINATED" and other["alpha"] == 0.5 and other["warmup"] is None
+    kept, notes = current_trials(open_store(golden))
+    assert sorted(kept["trial_id"]) == ["del_s0", "mle_s0"]
+    assert any("left out 1 ERROR trial" in n for n in notes)
 
 
 def test_compaction_keeps_what_readers_count(tmp_path):
     store = write_store(tmp_path)
+
+    def raw(table: str) -> pl.DataFrame:
+        rows = pl.read_parquet(tmp_path / table / "experiment=rr" / "*.parquet")
+        return rows.sort(rows.columns, nulls_last=True)
+
+    raw_before = {table: raw(table) for table in ("metrics", "trials")}
     before = read_latest(open_store(tmp_path), [METRIC])[0].sort("trial_id", "step")
     trials_before = load_trials(open_store(tmp_path))
     assert store.compact("metrics") == (3, 10)
     assert store.compact("trials") == (2, 8)
+    for table, rows in raw_before.items():
+        assert len(store.list_parts(table)) == 1, table
+        assert raw(table).equals(rows), table  # every row kept, repeats and retries included
     after = read_latest(open_store(tmp_path), [METRIC])[0].sort("trial_id", "step")
     assert after.equals(before)
     assert load_trials(open_store(tmp_path)).equals(trials_before)

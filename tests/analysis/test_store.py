@@ -1,5 +1,5 @@
-"""Reading results stores: deduplication of restored and retried rows, the current state of
-trials across parts with differing columns, value selection, torn files, and bad input."""
+"""Reading results stores: deduplication of restored and retried rows, value selection, torn
+files, and bad input (the trial-state rule across parts: tests/analysis/test_results.py)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,12 @@ from analysis.store import (
     ResultsError,
     current_trials,
     latest_rows,
-    load_trials,
     metric_names,
     open_store,
     read_latest,
     scan_metrics,
 )
-from bench.synthetic_store import EXACT_METRICS, generate_store, write_foreign_trials_part
-from tests.analysis_fixtures import at
+from bench.synthetic_store import EXACT_METRICS, generate_store
 from trainables.losses import param_columns
 
 TRIALS_SCHEMA_NOW = trials_schema(param_columns())
@@ -82,25 +80,6 @@ def test_restored_and_retried_rows_leave_sizes_and_tokens_alone(tmp_path: Path) 
     assert spread["value"].max() == 1
     latest, _ = read_latest(open_store(tmp_path), ["model/params_non_embedding"])
     assert set(latest["value"]) == {float(n) for n in sizes.values()}
-
-
-def test_trial_state_is_the_latest_row_and_config_survives_sparse_rows(golden: Path) -> None:
-    # A later part with a status-only row (no config columns) and a new parameter column.
-    write_foreign_trials_part(
-        golden,
-        "golden",
-        [{"trial_id": "mle_s1", "status": "ERROR", "error": "OOM", "warmup": 10, "ts": at(5000)}],
-    )
-    trials = load_trials(open_store(golden))
-    row = trials.filter(pl.col("trial_id") == "mle_s1").row(0, named=True)
-    assert row["status"] == "ERROR" and row["error"] == "OOM"
-    assert row["loss"] == "mle" and row["seed"] == 1  # from earlier rows
-    assert row["warmup"] == 10
-    other = trials.filter(pl.col("trial_id") == "del_s0").row(0, named=True)
-    assert other["status"] == "TERMINATED" and other["alpha"] == 0.5 and other["warmup"] is None
-    kept, notes = current_trials(open_store(golden))
-    assert sorted(kept["trial_id"]) == ["del_s0", "mle_s0"]
-    assert any("left out 1 ERROR trial" in n for n in notes)
 
 
 def test_value_kinds(golden: Path) -> None:

@@ -1,5 +1,6 @@
-"""The Parquet sink and store: immutable parts, exactly-once rows across restarts, compaction
-that keeps content, the manifest (real Tune trial objects and real files; no Ray cluster)."""
+"""The Parquet sink and store: immutable parts, exactly-once rows across restarts, the manifest
+(real Tune trial objects and real files; no Ray cluster). Compaction is tested with the store's
+rules in tests/analysis/test_results.py."""
 
 from __future__ import annotations
 
@@ -101,28 +102,6 @@ def test_restarted_sink_writes_each_step_once_and_counts_attempts(tmp_path):
         (6, 1, 106.0),
     ]
     assert second.skipped_rows == 2
-
-
-def test_compact_keeps_content(tmp_path):
-    store = ResultsStore(str(tmp_path), "sink")
-    rows = [
-        {
-            "trial_id": f"t{i % 3}",
-            "attempt": 0,
-            "step": i,
-            "metric": "m",
-            "value": i / 7,
-            "ts": None,
-        }
-        for i in range(30)
-    ]
-    for start in range(0, 30, 7):
-        store.write_part("metrics", rows[start : start + 7], METRICS_SCHEMA)
-    before = read(tmp_path, "metrics").sort("trial_id", "step")
-    assert store.compact("metrics") == (5, 30)
-    assert len(store.list_parts("metrics")) == 1
-    after = read(tmp_path, "metrics").sort("trial_id", "step")
-    assert after.equals(before)
 
 
 def test_manifest_written_once(tmp_path):

@@ -24,7 +24,10 @@ def test_there_are_shipped_configs():
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_shipped_config_validates(path):
     sweep = load_sweep(path)
-    assert isinstance(sweep, SweepConfig)
+    # named (not the default experiment, where every unnamed sweep's results would meet) and
+    # plain data: the validated config survives its JSON form unchanged
+    assert sweep.experiment != "default", path
+    assert SweepConfig.model_validate_json(sweep.model_dump_json()) == sweep
 
 
 def write(tmp_path: Path, data: dict) -> Path:
