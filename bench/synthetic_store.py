@@ -1,6 +1,8 @@
-"""Synthetic results stores for the analysis tests and the benchmark, written through the sweep's
-own writer: `orchestrator.parquet_sink.ResultsStore` for the Parquet parts and `trial_row` (from a
-real `TrialConfig`) for the trials table, so what analysis reads here is what a sweep writes.
+"""Synthetic results stores, written through the sweep's own writer: `analysis.results.ResultsStore`
+for the Parquet parts and `trial_row` (from a real `TrialConfig`) for the trials table, so what
+analysis reads here is what a sweep writes. Used by `python -m bench.analysis` (the analysis
+speed benchmark), by the analysis tests, and to try the analysis without training
+(docs/analysis.md).
 
 Two layers:
 - `write_metric_rows` / `write_trial_states` write given rows (hand-built golden stores use them);

@@ -1,6 +1,6 @@
 """Hand-written results stores for the analysis tests: every value is spelled out here, so the
 expected tables in the tests can be derived from these numbers by arithmetic. They are written
-through the sweep's own writer (tests/synthetic_sweep.py)."""
+through the sweep's own writer (bench/synthetic_store.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Small stores of learning curves for the curve-summary, power, plateau and paired-test tests:
 every value is in `CurveStore.values`, so a test derives its expectation from those numbers
 independently of the analysis code. Written through the sweep's own writer
-(tests/synthetic_sweep.py)."""
+(bench/synthetic_store.py)."""
 
 from __future__ import annotations
 

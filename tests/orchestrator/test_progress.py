@@ -1,6 +1,6 @@
 """The sweep's progress line on its own: the formatter, the durations, the best value over
 Tune's trials and when the callback prints (a real sweep's output is checked in
-tests/test_tracking.py)."""
+tests/orchestrator/test_tracking.py)."""
 
 from __future__ import annotations
 

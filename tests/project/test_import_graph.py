@@ -9,7 +9,7 @@ edge to the deepest project module it names (`from a.b import c` to `a.b.c` when
 module), not to the packages above it: every submodule import runs its package's `__init__`, so
 counting those edges would make each package and its own submodules a circle.
 
-    python tests/test_import_graph.py      # print the circles (and the graph's size)
+    python tests/project/test_import_graph.py      # print the circles (and the graph's size)
 """
 
 from __future__ import annotations
