@@ -102,9 +102,22 @@ def test_the_control_arm_is_judged_by_its_tost():
     assert v["H3"]["verdict"] == "not shown equivalent"
 
 
-def test_no_test_is_read_before_the_main_run_has_finished():
-    # the committed store holds the main run part-way (6 of 24 finished at the last commit):
-    # the report lists that instead of testing (and failing on) arms that have no trial yet
+def test_no_test_is_read_before_the_main_run_has_finished(tmp_path):
+    # The tests run only once all 24 main trials finished (the committed store); a store part-way
+    # (a synthetic store of the main run's experiment, some trials still running) counts as such.
+    from bench.synthetic_store import generate_store
+
     root = T.Path(__file__).resolve().parents[2] / "studies" / "del_plateau" / "results"
-    assert 0 < T.finished(str(root)) < T.TRIALS
-    assert T.finished(str(root.parent / "no-such-store")) == 0
+    assert T.finished(str(root)) == T.TRIALS
+    partial = tmp_path / "results"
+    generate_store(
+        partial,
+        experiment=T.MAIN,
+        losses=("mle", "del"),
+        seeds=(0, 1),
+        running_fraction=0.25,
+        benchmarks=(),
+    )
+    trials = T.load_trials(T.open_store(str(partial), [T.MAIN]))
+    assert 0 < T.finished(str(partial)) < trials.height
+    assert T.finished(str(tmp_path / "no-such-store")) == 0
