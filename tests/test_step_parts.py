@@ -45,7 +45,7 @@ def test_startup_timeline_is_reported_once_relative_to_the_launch():
     assert metrics["perf/startup/model_s"] == first - 1000.0
     assert metrics["perf/startup/compile_s"] == 12.5
     assert timeline.take_metrics() == {}
-    # the loop marks its first step on every step: after the report that must stay silent
+    # a mark after the report (a resumed loop's first step, say) stays silent
     timeline.mark("first_step")
     timeline.took("compile", 3.0)
     assert timeline.take_metrics() == {}

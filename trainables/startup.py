@@ -23,7 +23,7 @@ class StartupTimeline:
         self.durations: dict[str, float] = {}
         """Phases measured as durations (seconds), not as points on the timeline."""
         self.reported = False
-        """Taken once: later marks (the loop marks `first_step` every step) are ignored."""
+        """Taken once: a mark or duration after `take_metrics` is ignored (never reported twice)."""
 
     def mark(self, phase: str) -> None:
         """`phase` ended now (once: a phase marked again keeps its first time)."""

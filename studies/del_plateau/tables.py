@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +115,7 @@ def verdicts(
 
 def _lower(record: dict[str, Any] | None, name: str) -> Component:
     """A `less` test as a component predicting "DEL lower" (significant = DEL worse)."""
-    c = component(record, name)
-    return Component(name, -1, c.estimate, c.p)
+    return replace(component(record, name), predicted=-1)
 
 
 def _family(v: FamilyVerdict) -> dict[str, Any]:
