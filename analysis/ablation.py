@@ -18,8 +18,7 @@ from analysis.arm_values import SeedValues, arm_seed_values
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
 from analysis.choices import CORRECTIONS, FAMILIES, Correction
 from analysis.headline import headline, panel_title, panels, short_names
-from analysis.metric_names import resolve
-from analysis.metric_registry import direction
+from analysis.metric_registry import direction, resolve
 from analysis.paired_options import PairedOptions
 from analysis.paired_stats import Tost, paired_ancova, tost_paired
 from analysis.seed_stats import (

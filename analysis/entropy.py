@@ -12,7 +12,7 @@ import polars as pl
 from analysis.ablation import ablation
 from analysis.arm_values import arm_seed_values
 from analysis.arms import assign_arms
-from analysis.metric_names import splits
+from analysis.metric_registry import splits
 from analysis.seed_stats import check_level, mean_ci
 from analysis.selection import FINAL
 from analysis.store import (

@@ -10,13 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.metric_names import benchmarks, splits
+from analysis.metric_registry import HEADLINE_GEN_LEAVES, HEADLINE_LEAVES, benchmarks, splits
 
-SPLIT_LEAVES: tuple[str, ...] = ("digit_acc", "digit_entropy", "ce", "error_entropy")
-"""Teacher-forced headline metrics of every split: digit accuracy, digit entropy, CE and its
-power-law part, error entropy."""
-GENERATION_LEAVES: tuple[str, ...] = ("exact_match", "mae")
-"""Headline metrics of a generation benchmark: exact match and mean absolute error."""
 SPLIT_BENCHMARKS: dict[str, tuple[str, ...]] = {
     "test": ("mathgen", "held_out"),
     "extra": ("mathgen_extra",),
@@ -47,11 +42,11 @@ def headline(available: Sequence[str]) -> list[str]:
     have = set(available)
     out: list[str] = []
     for split in splits(available):
-        leaves = [f"eval/{split}/{leaf}" for leaf in SPLIT_LEAVES]
+        leaves = [f"eval/{split}/{leaf}" for leaf in HEADLINE_LEAVES]
         gen = [
             f"gen/{b}/{leaf}"
             for b in SPLIT_BENCHMARKS.get(split, ())
-            for leaf in GENERATION_LEAVES
+            for leaf in HEADLINE_GEN_LEAVES
             if f"gen/{b}/{leaf}" in have
         ]
         # digit accuracy, then the generated answers' scores, then the distribution's measures
@@ -60,7 +55,7 @@ def headline(available: Sequence[str]) -> list[str]:
     found = benchmarks(available)
     unpaired = [b for b in found if b not in paired]
     for b in unpaired:
-        out += [f"gen/{b}/{leaf}" for leaf in GENERATION_LEAVES if f"gen/{b}/{leaf}" in have]
+        out += [f"gen/{b}/{leaf}" for leaf in HEADLINE_GEN_LEAVES if f"gen/{b}/{leaf}" in have]
     # gen/macc averages every benchmark's exact match: news only when it mixes in a benchmark
     # the split panels do not show (or when it is all there is).
     if "gen/macc" in have and (unpaired or not found):

@@ -15,12 +15,18 @@ commands read directions (`direction`) and names from it. A pattern's placeholde
     {part}       a part of the trial's loss (`LossOutput.parts`: ce, aux, demd, …)
 
 A metric with nothing to measure (decimal-place accuracy on integers, say) is left out of a
-report rather than reported as NaN. Nothing here imports torch.
+report rather than reported as NaN. Nothing here imports torch (or polars: the worker imports
+this module).
+
+The second part says which of the names in a store the analysis commands show by default
+(`HELD_OUT_LEAVES`, `DECOMPOSITION_LEAVES`, the headline leaves), which splits and benchmarks a
+store has, and resolves user-given names and glob patterns (`--metric 'eval/*/ce'`).
 """
 
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -234,3 +240,61 @@ def expand(
 def close_matches(name: str, candidates: Sequence[str], n: int = 4) -> list[str]:
     """The names among `candidates` most like `name` (difflib), best first."""
     return difflib.get_close_matches(name, candidates, n=n, cutoff=0.6)
+
+
+# ---- names in a store: the default sets the commands show, splits, benchmarks, user patterns ----
+
+HELD_OUT_LEAVES: tuple[str, ...] = (
+    "digit_acc",
+    "ce",
+    "error_entropy",
+    "self_alignment",
+    "log_confidence",
+    "digit_entropy",
+)
+"""Teacher-forced metrics the default ablation shows per split: digit accuracy, CE and its
+decomposition (ce = error_entropy + self_alignment − log_confidence), digit entropy."""
+
+DECOMPOSITION_LEAVES: tuple[str, ...] = ("ce", "error_entropy", "self_alignment", "log_confidence")
+"""The metrics scaling fits are made for."""
+
+
+def splits(available: Sequence[str]) -> list[str]:
+    """Evaluation splits with any `eval/<split>/...` metric; `test` first, then alphabetical."""
+    found = {m.split("/")[1] for m in available if m.startswith("eval/") and m.count("/") >= 2}
+    return sorted(found, key=lambda s: (s != "test", s))
+
+
+def benchmarks(available: Sequence[str]) -> list[str]:
+    """Generation benchmarks with a `gen/<benchmark>/exact_match` metric, alphabetical."""
+    return sorted(
+        m.split("/")[1]
+        for m in available
+        if m.startswith("gen/") and m.count("/") == 2 and m.endswith("/exact_match")
+    )
+
+
+def resolve(patterns: Sequence[str], available: Sequence[str]) -> list[str]:
+    """Metric names matching `patterns` (exact names or globs), in pattern order, no repeats.
+
+    A pattern that matches nothing is an error that lists what is available.
+    """
+    out: list[str] = []
+    for pattern in patterns:
+        hits = [m for m in available if fnmatch.fnmatchcase(m, pattern)]
+        if not hits:
+            shown = ", ".join(available[:60]) + (
+                f", … ({len(available) - 60} more)" if len(available) > 60 else ""
+            )
+            from analysis.store import ResultsError  # here: the worker imports this module
+
+            raise ResultsError(f"unknown metric {pattern!r}; available: {shown or '(none)'}")
+        out.extend(h for h in hits if h not in out)
+    return out
+
+
+HEADLINE_LEAVES: tuple[str, ...] = ("digit_acc", "digit_entropy", "ce", "error_entropy")
+"""Teacher-forced headline metrics of every split: digit accuracy, digit entropy, CE and its
+power-law part, error entropy."""
+HEADLINE_GEN_LEAVES: tuple[str, ...] = ("exact_match", "mae")
+"""Headline metrics of a generation benchmark: exact match and mean absolute error."""

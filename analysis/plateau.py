@@ -31,8 +31,7 @@ from scipy import stats
 from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms, assign_arms
 from analysis.headline import headline
-from analysis.metric_names import resolve
-from analysis.metric_registry import direction
+from analysis.metric_registry import direction, resolve
 from analysis.seed_stats import check_level, mean_ci
 from analysis.store import (
     DEFAULT_STATUSES,
@@ -43,7 +42,7 @@ from analysis.store import (
     read_latest,
     trial_summary,
 )
-from analysis.table import DASH, Result, Table, fmt, fmt_ci
+from analysis.table import DASH, Column, Result, Table, fmt, fmt_ci, records_table
 
 if TYPE_CHECKING:
     from analysis.paired_options import PairedOptions
@@ -148,40 +147,49 @@ def default_metric(available: Sequence[str]) -> str | None:
     return None
 
 
+SLOPE_COLUMNS = (
+    Column("arm", lambda r: r["arm"]),
+    Column("metric", lambda r: r["metric"]),
+    Column("seeds", lambda r: str(r["seeds"])),
+    Column(
+        "steps",
+        lambda r: DASH if r["step_from"] is None else f"{r['step_from']}–{r['step_to']}",
+    ),
+    Column("slope /1000 steps", lambda r: fmt(r["slope_per_1000"])),
+    Column("CI", lambda r: fmt_ci(r["ci_low"], r["ci_high"])),
+    Column(
+        "verdict",
+        lambda r: r["verdict"] + (f" ({r['no_slope_reason']})" if r["no_slope_reason"] else ""),
+    ),
+)
+
+
 def slope_table(slopes: list[ArmSlope], last: int, level: float, min_slope: float) -> Table:
-    rows, records = [], []
-    for s in slopes:
-        window = f"{s.steps[0]}–{s.steps[1]}" if s.steps else DASH
-        ci = fmt_ci(*s.ci) if s.ci else DASH
-        verdict = s.verdict + (f" ({s.reason})" if s.reason else "")
-        rows.append([s.arm, s.metric, str(s.seeds), window, fmt(s.slope), ci, verdict])
-        records.append(
-            {
-                "arm": s.arm,
-                "metric": s.metric,
-                "seeds": s.seeds,
-                "last": last,
-                "step_from": s.steps[0] if s.steps else None,
-                "step_to": s.steps[1] if s.steps else None,
-                "slope_per_1000": s.slope,
-                "ci_low": s.ci[0] if s.ci else None,
-                "ci_high": s.ci[1] if s.ci else None,
-                "level": level,
-                "min_slope": min_slope,
-                "verdict": s.verdict,
-                "still_learning": s.still_learning,
-                "no_slope_reason": s.reason,
-            }
-        )
-    return Table(
-        name="plateau",
-        title=f"plateau check: slope per 1000 steps over the last {last} evaluations (mean of "
-        f"the seeds' OLS slopes, {level * 100:g}% t interval over seeds); still learning = "
-        f"interval above {min_slope:g} in the improving direction",
-        columns=["arm", "metric", "seeds", "steps", "slope /1000 steps", "CI", "verdict"],
-        rows=rows,
-        data=pl.DataFrame(records, infer_schema_length=None),
+    records = [
+        {
+            "arm": s.arm,
+            "metric": s.metric,
+            "seeds": s.seeds,
+            "last": last,
+            "step_from": s.steps[0] if s.steps else None,
+            "step_to": s.steps[1] if s.steps else None,
+            "slope_per_1000": s.slope,
+            "ci_low": s.ci[0] if s.ci else None,
+            "ci_high": s.ci[1] if s.ci else None,
+            "level": level,
+            "min_slope": min_slope,
+            "verdict": s.verdict,
+            "still_learning": s.still_learning,
+            "no_slope_reason": s.reason,
+        }
+        for s in slopes
+    ]
+    title = (
+        f"plateau check: slope per 1000 steps over the last {last} evaluations (mean of the "
+        f"seeds' OLS slopes, {level * 100:g}% t interval over seeds); still learning = interval "
+        f"above {min_slope:g} in the improving direction"
     )
+    return records_table("plateau", title, SLOPE_COLUMNS, records)
 
 
 def _per_seed(store: Store, arms: Arms, metrics: Sequence[str]) -> pl.DataFrame:

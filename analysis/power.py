@@ -12,16 +12,14 @@ sd's interval (a pilot's sd is itself uncertain), and the same for showing equiv
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
-import polars as pl
 
 from analysis.ablation import collect_seed_values
 from analysis.arms import assign_arms, baseline_arm, plain_value
 from analysis.headline import headline
-from analysis.metric_names import resolve
-from analysis.metric_registry import direction
+from analysis.metric_registry import direction, resolve
 from analysis.power_stats import (
     check_probability,
     minimal_detectable_effect,
@@ -43,7 +41,16 @@ from analysis.store import (
     read_latest,
     trial_summary,
 )
-from analysis.table import DASH, Result, Table, fmt, fmt_ci, fmt_signed
+from analysis.table import (
+    DASH,
+    Column,
+    Record,
+    Result,
+    fmt,
+    fmt_ci,
+    fmt_signed,
+    records_table,
+)
 
 
 def check_inputs(delta: float, alpha: float, power: float, sesoi: float | None) -> None:
@@ -113,18 +120,47 @@ def _seeds(n: object) -> str:
     return f"> {1_000_000:,}" if n is None else str(n)
 
 
-def _row(rec: dict) -> list[str]:
-    if rec["mde"] is None:
-        reason = f"{DASH} ({rec['reason']})"
-        return [fmt_signed(rec["mean_diff"]), fmt(rec["sd_diff"]), *[DASH] * 4, reason]
+def _planned(show: Callable[[Record], str]) -> Callable[[Record], str]:
+    """A cell of the plan, or the dash where the pilot gave no sd to plan with."""
+    return lambda r: DASH if r["mde"] is None else show(r)
+
+
+def _seeds_cell(r: Record) -> str:
+    return f"{_seeds(r['seeds_needed'])} ({_seeds(r['seeds_needed_sd_high'])})"
+
+
+def power_columns(delta: float, margin: float, level: float) -> list[Column]:
+    """The power table's columns, each from one record of `pair_power`."""
     return [
-        fmt_signed(rec["mean_diff"]),
-        f"{fmt(rec['sd_diff'])} {fmt_ci(rec['sd_ci_low'], rec['sd_ci_high'])}",
-        fmt(rec["mde"], 3),
-        fmt(rec["power_at_delta"], 2),
-        f"{_seeds(rec['seeds_needed'])} ({_seeds(rec['seeds_needed_sd_high'])})",
-        fmt(rec["tost_power"], 2),
-        _seeds(rec["seeds_needed_tost"]),
+        Column("arm", lambda r: r["arm"]),
+        Column("baseline", lambda r: r["baseline_arm"]),
+        Column("metric", lambda r: r["metric"]),
+        Column("value", lambda r: r["value_kind"]),
+        Column("pairs", lambda r: str(r["n"])),
+        Column("Δ mean", lambda r: fmt_signed(r["mean_diff"])),
+        Column(
+            f"sd of Δ [{level * 100:g}% CI]",
+            lambda r: (
+                fmt(r["sd_diff"])
+                if r["mde"] is None
+                else f"{fmt(r['sd_diff'])} {fmt_ci(r['sd_ci_low'], r['sd_ci_high'])}"
+            ),
+        ),
+        Column("MDE at pairs", _planned(lambda r: fmt(r["mde"], 3))),
+        Column(f"power at Δ={delta:g}", _planned(lambda r: fmt(r["power_at_delta"], 2))),
+        Column(
+            f"seeds for Δ={delta:g} (sd at CI top)",
+            _planned(
+                lambda r: f"{_seeds(r['seeds_needed'])} ({_seeds(r['seeds_needed_sd_high'])})"
+            ),
+        ),
+        Column(f"TOST power ±{margin:g}", _planned(lambda r: fmt(r["tost_power"], 2))),
+        Column(
+            f"seeds for TOST ±{margin:g}",
+            lambda r: (
+                f"{DASH} ({r['reason']})" if r["mde"] is None else _seeds(r["seeds_needed_tost"])
+            ),
+        ),
     ]
 
 
@@ -185,7 +221,7 @@ def power(
     columns = [
         (m, s) for m in chosen for s in values if not (s.needs_direction and not direction(m))
     ]
-    rows, records = [], []
+    records = []
     for arm in arms.order:
         if only and arm not in only:
             continue
@@ -216,35 +252,17 @@ def power(
                 **rec,
             }
             records.append(rec)
-            rows.append([arm, base, metric, spec.label, str(rec["n"]), *_row(rec)])
     result.header.append(trial_summary(trials))
     sided = "one-sided" if one_sided else "two-sided"
     if not records:
         result.notes.append(f"no arm with a {baseline} baseline: nothing to plan")
         return result
-    result.tables.append(
-        Table(
-            name="power",
-            title=f"seeds needed: paired t-test ({sided}, α = {alpha:g}, power {target_power:g}) "
-            f"for Δ = {delta:g}; TOST (α = {alpha:g}) for equivalence within ±{margin:g}",
-            columns=[
-                "arm",
-                "baseline",
-                "metric",
-                "value",
-                "pairs",
-                "Δ mean",
-                f"sd of Δ [{level * 100:g}% CI]",
-                "MDE at pairs",
-                f"power at Δ={delta:g}",
-                f"seeds for Δ={delta:g} (sd at CI top)",
-                f"TOST power ±{margin:g}",
-                f"seeds for TOST ±{margin:g}",
-            ],
-            rows=rows,
-            data=pl.DataFrame(records, infer_schema_length=None),
-        )
+    title = (
+        f"seeds needed: paired t-test ({sided}, α = {alpha:g}, power {target_power:g}) for "
+        f"Δ = {delta:g}; TOST (α = {alpha:g}) for equivalence within ±{margin:g}"
     )
+    columns = power_columns(delta, margin, level)
+    result.tables.append(records_table("power", title, columns, records))
     result.notes.append(
         f"pairs: seeds both arms ran; sd of Δ: sample sd of the per-seed differences arm − "
         f"baseline, with its chi-square interval; MDE: the true difference the {sided} paired "

@@ -20,7 +20,7 @@ from analysis.ablation import ablation
 from analysis.arms import Arms, assign_arms
 from analysis.curves import metric_curves
 from analysis.entropy import entropy
-from analysis.metric_names import DECOMPOSITION_LEAVES, splits
+from analysis.metric_registry import DECOMPOSITION_LEAVES, splits
 from analysis.paired_options import PairedOptions
 from analysis.scaling import scaling
 from analysis.search import search

@@ -13,8 +13,7 @@ import polars as pl
 from scipy import stats
 
 from analysis.arms import format_value, plain_value
-from analysis.metric_names import splits
-from analysis.metric_registry import Direction, direction
+from analysis.metric_registry import Direction, direction, splits
 from analysis.selection import FINAL, ValueSpec, select_values
 from analysis.store import (
     DEFAULT_STATUSES,

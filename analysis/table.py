@@ -1,5 +1,9 @@
 """What a command produces (tables of formatted cells plus the numbers behind them, and notes for
-the reader) and how it is written out: Markdown, CSV, LaTeX, JSON, HTML."""
+the reader) and how it is written out: Markdown, CSV, LaTeX, JSON, HTML.
+
+A table of one row per record is built from its records alone (`records_table`: columns, each a
+title and a formatter from a record to its display cell), so the numbers (the records, written
+as CSV and JSON) and what a reader sees (Markdown, LaTeX) cannot disagree."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import html
 import io
 import json
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -86,6 +91,42 @@ class Table:
     show: bool = True
     """False for tables of numbers only (per-size points, say): written as CSV and JSON and as
     report files, left out of Markdown, LaTeX and the report page's text."""
+
+
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a `records_table`: its title and the formatter of its cell from a record."""
+
+    title: str
+    cell: Callable[[Record], str]
+
+
+def records_table(
+    name: str,
+    title: str,
+    columns: Sequence[Column],
+    records: list[Record],
+    *,
+    show: bool = True,
+    optional: Sequence[str] = (),
+) -> Table:
+    """A table of `records`, one row each. A column titled in `optional` is left out when no row
+    holds anything in it; every row is left out when `show` is False (numbers only)."""
+    rows = [[c.cell(r) for c in columns] for r in records] if show else []
+    keep = [
+        j for j, c in enumerate(columns) if c.title not in optional or any(row[j] for row in rows)
+    ]
+    return Table(
+        name=name,
+        title=title,
+        columns=[columns[j].title for j in keep],
+        rows=[[row[j] for j in keep] for row in rows],
+        show=show,
+        data=pl.DataFrame(records, infer_schema_length=None),
+    )
 
 
 @dataclass

@@ -233,7 +233,7 @@ def generate(store: Path, steps: int) -> None:
     """Runs in its own subprocess: write the store and print what was written."""
     import shutil
 
-    from tests.synthetic_sweep import generate_store
+    from bench.synthetic_store import generate_store
 
     shutil.rmtree(store, ignore_errors=True)
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@ data order, loss with its global-batch normaliser, AdamW with DeepSpeed's hyper-
 warm-up + cosine schedule, gradient clipping, gradient accumulation), written the way one would
 write it without Ray or DeepSpeed: one process, `torch.optim.AdamW`,
 `torch.nn.utils.clip_grad_norm_`, no evaluation. `bench.trial` times it next to a numsweep
-trial; `tests/test_training.py` checks that numsweep's steps equal these.
+trial; `tests/trainables/test_training.py` checks that numsweep's steps equal these.
 
     python -m bench.plain_loop CONFIG.json OUT.json [--device cpu|cuda] [--threads N]
                                [--until-file PATH]

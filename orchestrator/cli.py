@@ -227,8 +227,7 @@ def _dry_run_capacity(address: str | None) -> dict[str, float]:
 def summary_metrics(sweep: SweepConfig, available: list[str], digits: bool = True) -> list[str]:
     """The held-out metrics the end-of-sweep table shows: of what the metric registry says this
     sweep reports, the test split's headline metrics and gen/macc, where they were written."""
-    from analysis.metric_names import HELD_OUT_LEAVES
-    from analysis.metric_registry import MACC
+    from analysis.metric_registry import HELD_OUT_LEAVES, MACC
 
     reported = set(sweep.reported_metrics(digits)) & set(available)
     wanted = [f"eval/test/{leaf}" for leaf in HELD_OUT_LEAVES] + [MACC]

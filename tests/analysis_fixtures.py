@@ -1,6 +1,6 @@
 """Hand-written results stores for the analysis tests: every value is spelled out here, so the
 expected tables in the tests can be derived from these numbers by arithmetic. They are written
-through the sweep's own writer (tests/synthetic_sweep.py)."""
+through the sweep's own writer (bench/synthetic_store.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import datetime as dt
 from pathlib import Path
 
 from analysis.results import trial_row
-from tests.synthetic_sweep import trial_config, write_metric_rows, write_trial_states
+from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
 
 T0 = dt.datetime(2025, 3, 1, tzinfo=dt.UTC)
 

@@ -11,8 +11,7 @@ import numpy as np
 import polars as pl
 
 from analysis.arms import format_value, plain_value
-from analysis.metric_names import DECOMPOSITION_LEAVES, resolve, splits
-from analysis.metric_registry import direction
+from analysis.metric_registry import DECOMPOSITION_LEAVES, direction, resolve, splits
 from analysis.scaling import tables
 from analysis.scaling.bootstrap import r2_difference
 from analysis.scaling.compare import verdict_record

@@ -37,7 +37,7 @@ data instead of fixed numbers, since metrics here range over orders of magnitude
 
 The minimiser is TNC (scipy's bounded truncated Newton) with the analytic gradient rather than
 Chinchilla's L-BFGS: with scipy 1.17 on this machine L-BFGS-B took 0.3–4 s per start against
-TNC's 2–50 ms, to the same optimum on the tests' data (tests/test_analysis_scaling_huber.py)."""
+TNC's 2–50 ms, to the same optimum on the tests' data (tests/analysis/scaling/test_huber.py)."""
 
 
 def huber(r: np.ndarray, delta: float) -> np.ndarray:

@@ -1,56 +1,30 @@
-"""Every table of the scaling command, built from its records alone: a table is a list of
-columns, each a title and a formatter from one record to its display cell, so the numbers (the
-records, written as CSV and JSON) and what a reader sees (Markdown, LaTeX) cannot disagree. All
-of the command's cell formats are here."""
+"""Every table of the scaling command, built from its records alone
+(`analysis.table.records_table`); all of the command's cell formats are here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from functools import partial
 from typing import Any
-
-import polars as pl
 
 from analysis.arms import format_value
 from analysis.metric_registry import direction
 from analysis.scaling.rules import follows_power_law
-from analysis.table import DASH, Table, fmt, fmt_ci, fmt_p, fmt_pct, fmt_pm
+from analysis.table import (
+    DASH,
+    Column,
+    Record,
+    Table,
+    fmt,
+    fmt_ci,
+    fmt_p,
+    fmt_pct,
+    fmt_pm,
+    records_table,
+)
 
-Record = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column: its title and the formatter of its cell from a record."""
-
-    title: str
-    cell: Callable[[Record], str]
-
-
-def records_table(
-    name: str,
-    title: str,
-    columns: Sequence[Column],
-    records: list[Record],
-    *,
-    show: bool = True,
-) -> Table:
-    """A table of `records`, one row each; the `at` column is left out when no row holds
-    anything fixed (one line per group), and every row when `show` is False (numbers only)."""
-    rows = [[c.cell(r) for c in columns] for r in records] if show else []
-    titles = [c.title for c in columns]
-    if "at" in titles and all(not r[titles.index("at")] for r in rows):
-        j = titles.index("at")
-        columns = [*columns[:j], *columns[j + 1 :]]
-        rows = [r[:j] + r[j + 1 :] for r in rows]
-    return Table(
-        name=name,
-        title=title,
-        columns=[c.title for c in columns],
-        rows=rows,
-        show=show,
-        data=pl.DataFrame(records, infer_schema_length=None),
-    )
+# Where a group holds anything fixed, the `at` column says what; one line per group needs none.
+table = partial(records_table, optional=("at",))
 
 
 def value(key: str, show: Callable[[Any], str] = format_value) -> Column:
@@ -106,7 +80,7 @@ def power_table(records: list[Record], gcols: list[str], pct: str) -> Table:
         Column("extrap. err", lambda r: fmt_pct(r["extrapolation_error"], signed=True)),
         Column("power law?", _power_law_cell),
     ]
-    return records_table("scaling_power", "plain power law log M = c + a·log N", columns, records)
+    return table("scaling_power", "plain power law log M = c + a·log N", columns, records)
 
 
 def saturating_table(records: list[Record], gcols: list[str], pct: str, show: bool) -> Table:
@@ -123,7 +97,7 @@ def saturating_table(records: list[Record], gcols: list[str], pct: str, show: bo
         Column("preferred", lambda r: r["preferred"] or DASH),
         Column("remark", lambda r: r["remark"] or ""),
     ]
-    return records_table(
+    return table(
         "scaling_saturating",
         "saturating power law M = E + A·N^a (E: irreducible part)",
         columns,
@@ -168,7 +142,7 @@ def verdict_table(
         Column("CE saturating (E)", ce_saturating),
         value("verdict"),
     ]
-    return records_table(
+    return table(
         "scaling_verdict",
         "verdict: which follows a power law better, CE or its error entropy EE",
         columns,
@@ -192,7 +166,7 @@ def share_table(records: list[Record], gcols: list[str], pct: str) -> Table:
         value("trials", str),
         Column("EE/CE", _share_cell),
     ]
-    return records_table(
+    return table(
         "scaling_ee_share",
         f"error entropy's share of CE per size (mean ± {pct} CI over trials)",
         columns,
@@ -214,7 +188,7 @@ def trend_table(records: list[Record], gcols: list[str], pct: str) -> Table:
         Column("p", lambda r: fmt_p(r["p"])),
         value("trend"),
     ]
-    return records_table(
+    return table(
         "scaling_ee_share_trend",
         "trend of EE/CE with size: least-squares slope per decade of the axis",
         columns,
@@ -236,7 +210,7 @@ def lr_table(records: list[Record], gcols: list[str]) -> Table:
         Column("lrs tried", lambda r: ", ".join(format_value(v) for v in r["lrs_tried"])),
         Column("in grid", lambda r: r["lr_position"]),
     ]
-    return records_table(
+    return table(
         "scaling_lr",
         f"learning rate per size: the best mean {select_by} ({want}) over seeds",
         columns,
@@ -246,14 +220,8 @@ def lr_table(records: list[Record], gcols: list[str]) -> Table:
 
 def points_table(records: list[Record]) -> Table:
     """The points fitted (numbers only)."""
-    return Table(
-        name="scaling_points",
-        title="the points fitted (per-size means ± CI over trials, or trials)",
-        columns=[],
-        rows=[],
-        data=pl.DataFrame(records, infer_schema_length=None),
-        show=False,
-    )
+    title = "the points fitted (per-size means ± CI over trials, or trials)"
+    return records_table("scaling_points", title, [], records, show=False)
 
 
 def _yes_no(ok: bool) -> str:
@@ -293,20 +261,20 @@ def gate_tables(found: dict[str, Any], gcols: list[str]) -> list[Table]:
     ]
     lr[-2] = Column("in grid", lr[-2].cell)
     return [
-        records_table(
+        table(
             "scaling_gate",
             "sanity gate: CE falls with N (every step by > 2 pooled seed sds) and every best lr "
             "lies inside its grid",
             summary,
             found["summary"],
         ),
-        records_table(
+        table(
             "scaling_gate_steps",
             "gate: held-out CE from each size to the next larger one (means over seeds)",
             steps,
             found["steps"],
         ),
-        records_table(
+        table(
             "scaling_gate_lr", "gate: each size's chosen learning rate in its grid", lr, found["lr"]
         ),
     ]
@@ -329,7 +297,7 @@ def huber_table(records: list[Record], gcols: list[str], pct: str) -> Table:
         ),
         Column("remark", lambda r: r["remark"] or ""),
     ]
-    return records_table(
+    return table(
         "scaling_huber",
         "saturating form M = E + A·N^−α by Huber loss (δ = 1e-3) on log M, a grid of starts; "
         "intervals: bootstrap over (size, seed) units",
@@ -369,7 +337,7 @@ def prediction_table(records: list[Record], gcols: list[str], pct: str) -> Table
         Column("extrap. favours", lambda r: r["extrap_favours"] or DASH),
         Column("remark", lambda r: r["remark"] or ""),
     ]
-    return records_table(
+    return table(
         "scaling_prediction",
         "CE against EE by prediction error (leave-one-size-out; extrapolation to the largest "
         "size), EE − CE with paired bootstrap intervals over (size, seed) units",
@@ -395,7 +363,7 @@ def joint_table(records: list[Record], gcols: list[str]) -> Table:
         ),
         Column("remark", lambda r: r["remark"] or ""),
     ]
-    return records_table(
+    return table(
         "scaling_joint",
         "joint form L(N, D) = E + A·N^−α + B·D^−β by Huber loss on log L (no interval)",
         columns,

@@ -1,0 +1,329 @@
+"""What the cluster tests share: a local multi-node Ray cluster started with cluster/local.py and
+driven as a user drives one (Ray's `ray job` and `ray list` command lines, with the cluster's
+token), sweep files for small runs, and readers of the Parquet a sweep writes.
+
+Every command has a time limit, and every process a test starts is stopped by pid."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+
+from trainables.report_protocol import REPLAYED_KEY
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = ROOT / "cluster"
+LOCAL = CLUSTER / "local.py"
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+def load_local_module():
+    """cluster/local.py as a module (it is a script, not part of an importable package)."""
+    spec = importlib.util.spec_from_file_location("numsweep_cluster_local", LOCAL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float, every: float = 0.5) -> Any:
+    """Poll `check` until it returns something truthy; AssertionError naming `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(every)
+
+
+class LocalCluster:
+    """A running cluster/local.py cluster in `directory`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.state = json.loads((directory / "cluster.json").read_text())
+        env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_TOKEN"}
+        exports = (directory / "env.sh").read_text().splitlines()
+        env.update(
+            line.removeprefix("export ").split("=", 1)
+            for line in exports
+            if line.startswith("export ")
+        )
+        self.env = env
+        self.token = Path(env["RAY_AUTH_TOKEN_PATH"]).read_text().strip()
+        self.ray_cli = str(Path(sys.executable).with_name("ray"))
+
+    @classmethod
+    def start(cls, workers: int = 2, cpus: int = 1) -> LocalCluster:
+        # Short: Ray's Unix socket paths under it must stay below the OS limit of ~107 bytes.
+        directory = Path(tempfile.mkdtemp(prefix="nsc-", dir="/tmp"))
+        out = run_local(directory, "start", "--workers", str(workers), "--cpus", str(cpus))
+        if out.returncode != 0:
+            run_local(directory, "stop")
+            shutil.rmtree(directory, ignore_errors=True)
+            raise AssertionError(f"local.py start failed:\n{out.stdout}\n{out.stderr}")
+        return cls(directory)
+
+    # ---- local.py --------------------------------------------------------------------------
+    def local(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+        return run_local(self.dir, *args, timeout=timeout)
+
+    def pids(self, node: str | None = None) -> set[int]:
+        out = self.local("pids", *([node] if node else []), timeout=60)
+        assert out.returncode == 0, out.stderr
+        return {int(p) for p in out.stdout.split()}
+
+    def stop(self) -> None:
+        out = self.local("stop", timeout=300)
+        assert out.returncode == 0, out.stdout + out.stderr
+
+    # ---- Ray's command lines ---------------------------------------------------------------
+    def ray(self, *args: str, timeout: float = 120, env: dict | None = None) -> str:
+        out = subprocess.run(
+            [self.ray_cli, *args],
+            env=env or self.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if out.returncode != 0:
+            raise AssertionError(f"ray {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
+        return out.stdout
+
+    def api(self, path: str, **params: Any) -> Any:
+        """GET from the dashboard's HTTP API (Ray's job and state APIs) with the cluster's token:
+        what the `ray job` and `ray list` commands do, without starting a Python per call (the
+        tests poll, on a machine whose two cores run the trials)."""
+        query = urllib.parse.urlencode(params, doseq=True)
+        request = urllib.request.Request(
+            f"{self.env['RAY_API_SERVER_ADDRESS']}{path}?{query}",
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.load(response)
+
+    def list_state(self, resource: str, **filters: str) -> list[dict]:
+        """Ray's state API: every actor, node, … (dead ones too) matching `filters`."""
+        reply = self.api(
+            f"/api/v0/{resource}",
+            limit=10000,
+            detail="true",
+            filter_keys=list(filters),
+            filter_predicates=["="] * len(filters),
+            filter_values=list(filters.values()),
+        )
+        return reply["data"]["result"]["result"]
+
+    def nodes(self) -> list[dict]:
+        return self.list_state("nodes")
+
+    def node_names(self) -> dict[str, str]:
+        """node id -> node name (head, worker-1, …)."""
+        return {n["node_id"]: n["node_name"] for n in self.nodes()}
+
+    def jobs(self) -> dict[str, dict]:
+        """submission id -> Ray's record of the job."""
+        return {j["submission_id"]: j for j in self.api("/api/jobs/") if j.get("submission_id")}
+
+    def actors(self, job_id: str, class_name: str | None = None, alive: bool = False) -> list:
+        filters = {"job_id": job_id}
+        if class_name:
+            filters["class_name"] = class_name
+        if alive:
+            filters["state"] = "ALIVE"
+        return self.list_state("actors", **filters)
+
+    # ---- jobs ------------------------------------------------------------------------------
+    def submit(self, submission_id: str, runtime_env: Path, *entrypoint: str) -> None:
+        """`ray job submit --no-wait` from the project root (the job's working_dir)."""
+        self.ray(
+            "job",
+            "submit",
+            "--no-wait",
+            "--submission-id",
+            submission_id,
+            "--runtime-env",
+            str(runtime_env),
+            "--",
+            *entrypoint,
+            timeout=180,
+        )
+
+    def wait_job(self, submission_id: str, timeout: float) -> dict:
+        def finished() -> dict | None:
+            job = self.jobs().get(submission_id)
+            return job if job and job["status"] in TERMINAL else None
+
+        return wait_for(f"job {submission_id} to end", finished, timeout, every=2.0)
+
+    def job_logs(self, submission_id: str) -> str:
+        return self.api(f"/api/jobs/{submission_id}/logs")["logs"]
+
+    def train_workers(self, job_id: str) -> dict[int, tuple[str, str]]:
+        """Live Ray Train workers of a job that run a trial: pid -> (trial id, node name). Ray
+        Train moves each worker into `<session>/artifacts/<run name>`, and numsweep names the
+        Train run after the Tune trial."""
+        names = self.node_names()
+        workers = {}
+        for actor in self.actors(job_id, "RayTrainWorker", alive=True):
+            try:
+                cwd = Path(os.readlink(f"/proc/{actor['pid']}/cwd"))
+            except OSError:
+                continue  # it ended between the listing and now
+            if cwd.parent.name == "artifacts":  # not yet moved there: not training yet
+                workers[actor["pid"]] = (cwd.name, names[actor["node_id"]])
+        return workers
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (not gone, not a zombie awaiting its parent)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2 :][:1] not in (b"Z", b"X")
+
+
+def run_local(directory: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(LOCAL), "--dir", str(directory), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def runtime_env_without_pip(directory: Path) -> Path:
+    """cluster/runtime_env.yaml without its `pip` section. The local cluster's nodes run in the
+    project's venv, which has every package; with `pip`, Ray would clone that whole venv (2.4 GB)
+    into a virtualenv per node before the first job."""
+    env = yaml.safe_load((CLUSTER / "runtime_env.yaml").read_text())
+    del env["pip"]
+    path = directory / "runtime_env.yaml"
+    path.write_text(yaml.safe_dump(env))
+    return path
+
+
+# A tiny grid sweep: two losses, one seed, `steps` steps; a checkpoint at every report.
+def sweep_config(experiment: str, *, steps: int = 20, every: int = 4, **resources: Any) -> dict:
+    return {
+        "experiment": experiment,
+        "mode": "grid",
+        "seed": 3,
+        "trial": {
+            "model": {"preset": "tiny", "vocab_size": 512},
+            "data": {
+                "modules": ["arithmetic__add_or_sub"],
+                "n_train": 128,
+                "n_test": 32,
+                "max_length": 64,
+            },
+            "train": {
+                "steps": steps,
+                "micro_batch_size": 8,
+                "warmup_steps": 2,
+                "checkpoint_every": every,
+            },
+            "eval": {"every": every, "batch_size": 32, "generate_examples": 8, "max_new_tokens": 6},
+        },
+        "grid": {"losses": ["mle", "del"], "seeds": [3]},
+        "resources": {"workers_per_trial": 1, "cpus_per_worker": 1, **resources},
+    }
+
+
+def write_sweep(directory: Path, config: dict) -> Path:
+    path = directory / f"{config['experiment']}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def sweep_command(config: Path, results: Path, *extra: str) -> list[str]:
+    return ["python", "-m", "orchestrator", "sweep", str(config), "--results", str(results), *extra]
+
+
+# ---- what a sweep wrote ------------------------------------------------------------------------
+
+
+def metrics(results: Path, experiment: str) -> pl.DataFrame | None:
+    parts = sorted((results / "metrics" / f"experiment={experiment}").glob("part-*.parquet"))
+    return pl.read_parquet(parts) if parts else None
+
+
+def trials(results: Path, experiment: str) -> pl.DataFrame:
+    parts = sorted((results / "trials" / f"experiment={experiment}").glob("part-*.parquet"))
+    return pl.read_parquet(parts)
+
+
+def latest_trials(results: Path, experiment: str) -> pl.DataFrame:
+    """Each trial's last state row."""
+    return trials(results, experiment).sort("ts").group_by("trial_id").last()
+
+
+def stored_steps(results: Path, experiment: str) -> dict[str, int]:
+    """trial id -> the last step with rows on disk."""
+    table = metrics(results, experiment)
+    if table is None:
+        return {}
+    return dict(table.group_by("trial_id").agg(pl.col("step").max()).iter_rows())
+
+
+def reported_steps(results: Path, experiment: str, trial_id: str) -> list[tuple[int, bool]]:
+    """Every step a trial reported to Ray Tune, in order, repeats included (Tune's own log), and
+    whether it was a report a resumed trial sent again for a step it had trained before."""
+    logs = list((results / "experiments" / experiment / "ray" / experiment).glob("*/result.json"))
+    steps = []
+    for log in logs:
+        for line in log.read_text().splitlines():
+            result = json.loads(line)
+            if result.get("trial_id") == trial_id and "step" in result:
+                steps.append((int(result["step"]), bool(result.get(REPLAYED_KEY))))
+    return steps
+
+
+def expected_steps(config: dict) -> list[int]:
+    """The steps an uninterrupted trial reports: 0, every `eval.every`, and the last."""
+    steps, every = config["trial"]["train"]["steps"], config["trial"]["eval"]["every"]
+    return sorted({0, *range(every, steps + 1, every), steps})
+
+
+def assert_complete(results: Path, config: dict) -> pl.DataFrame:
+    """Every arm of the grid finished, and stored every step it reports exactly once, as an
+    uninterrupted run would: the same (loss, seed, step) set, no gap, no duplicate row."""
+    experiment = config["experiment"]
+    latest = latest_trials(results, experiment)
+    arms = {(loss, seed) for loss in config["grid"]["losses"] for seed in config["grid"]["seeds"]}
+    assert set(zip(latest["loss"], latest["seed"], strict=True)) == arms, latest
+    assert latest.height == len(arms), latest  # no trial created twice
+    assert set(latest["status"]) == {"TERMINATED"}, latest.select("trial_id", "status", "error")
+    table = metrics(results, experiment)
+    assert table is not None
+    duplicates = table.group_by("trial_id", "step", "metric").len().filter(pl.col("len") > 1)
+    assert duplicates.height == 0, duplicates
+    steps = expected_steps(config)
+    for (trial_id,), rows in table.group_by("trial_id"):
+        assert sorted(rows["step"].unique()) == steps, (trial_id, sorted(rows["step"].unique()))
+        # Each step carries the same metrics an uninterrupted run reports there.
+        for step, names in rows.group_by("step").agg(pl.col("metric")).iter_rows():
+            names = set(names)
+            assert "eval/test/ce" in names, (trial_id, step)
+            assert ("train/loss" in names) == (step > 0), (trial_id, step)
+            assert ("model/params_total" in names) == (step == 0), (trial_id, step)
+    return latest
