@@ -3,8 +3,8 @@
 Ray 2.60 (Train V2) no longer takes a Trainer inside `tune.Tuner`; instead a Tune *function
 trainable* (`run_trial`) is the Train driver: it resolves its trial config, builds the
 `TorchTrainer` named after the trial id, and passes a `TuneReportCallback` built inside it so
-rank 0's `ray.train.report` calls reach Tune (and the Parquet sink, and Optuna); the one from
-`tune_handover`, which cannot deadlock on the last report.
+rank 0's `ray.train.report` calls reach Tune (and the Parquet sink, and Optuna), and waits
+after `fit()` until Tune has taken the last one (`tune_handover`: else Ray can deadlock there).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import ray.train
 from ray import tune
 from ray.train.torch import TorchTrainer
+from ray.tune.integration.ray_train import TuneReportCallback
 
 from analysis.results import SCHEMA_VERSION, ExperimentPaths, ResultsStore
 from orchestrator.parquet_sink import ParquetSink
@@ -36,7 +37,7 @@ from orchestrator.search_space import (
 )
 from orchestrator.sweep_file import SweepConfig
 from orchestrator.tracking import tracking_callbacks, trial_name
-from orchestrator.tune_handover import TuneReportAndWait, wait_for_tune
+from orchestrator.tune_handover import wait_for_tune
 from trainables.data.text_files import corpus_manifest
 from trainables.entry import train_loop_per_worker
 from trainables.report_protocol import STOPPED_KEY
@@ -80,7 +81,7 @@ def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) 
         run_config=ray.train.RunConfig(
             name=trial_id,
             storage_path=storage_path,
-            callbacks=[TuneReportAndWait()],
+            callbacks=[TuneReportCallback()],
             failure_config=ray.train.FailureConfig(max_failures=resources.max_failures),
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
         ),

@@ -11,43 +11,37 @@ last report still waits in the inter-actor queue; the duplicate marker then fill
 queue that only it empties. (Reproduced with a Tune callback that takes 8 s per result: the
 stock callback hangs, these two waits finish; tests/orchestrator/test_tune_handover.py.)
 
-So the controller's callback waits until Tune has taken each report off the queue, and the
-trainable waits, after `fit()`, until nothing is left on either queue before it returns.
+So the trainable, after `fit()`, returns only once Tune's main thread has taken every report:
+both queues empty, and still so a moment later (the main thread moves a report from one queue to
+the other in-process, in well under that moment). Waiting in the controller's callback instead
+(until each report is taken) works too but stalls training on every slow Tune callback: the
+tracking tests' sweep took 171 s instead of 91 s.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from ray.train._internal.session import get_session
-from ray.tune.integration.ray_train import TuneReportCallback
 
-# How often the waits look again: each look at the inter-actor queue is one actor call.
+# How often the wait looks again: each look at the inter-actor queue is one actor call.
 POLL_S = 0.05
-
-
-class TuneReportAndWait(TuneReportCallback):
-    """`TuneReportCallback` that returns only once Tune's trainable has taken the report.
-
-    Train's controller then cannot finish its run (and let `fit()` return) while its last
-    report is still in the queue; the seconds its shutdown takes leave the trainable's main
-    thread ample time to move that report on before the duplicate marker comes."""
-
-    def after_report(
-        self, run_context: Any, metrics: list[dict[str, Any]], checkpoint: Any
-    ) -> None:
-        super().after_report(run_context, metrics, checkpoint)
-        while not self._training_actor_item_queue.empty():
-            time.sleep(POLL_S)
+# How long both queues must stay empty: longer than the main thread's move of one report.
+SETTLE_S = 0.25
 
 
 def wait_for_tune() -> None:
-    """In the trainable, after `fit()`: wait until Tune's main thread has taken every report
-    (neither queue holds one), unless Tune is stopping the trial."""
+    """In the trainable, after `fit()`: wait until Tune's main thread has taken every report,
+    unless Tune is stopping the trial."""
     session = get_session()
     inter_actor = session._inter_actor_queue
+    empty_since = None
     while not session.stop_event.is_set():
-        if (inter_actor is None or inter_actor.empty()) and session.result_queue.empty():
+        empty = (inter_actor is None or inter_actor.empty()) and session.result_queue.empty()
+        if not empty:
+            empty_since = None
+        elif empty_since is None:
+            empty_since = time.monotonic()
+        elif time.monotonic() - empty_since >= SETTLE_S:
             return
         time.sleep(POLL_S)

@@ -3,7 +3,8 @@ result: the Train run then finishes before Tune asks for its last report, the ca
 Ray 2.60's own `TuneReportCallback` deadlocks (see orchestrator/tune_handover.py).
 
 `python -m tests.orchestrator.handover_run numsweep|stock RESULTS_DIR`: prints one JSON line
-with the steps Tune's callbacks saw. With `stock` it hangs (run it under `timeout` to see).
+with the steps Tune's callbacks saw. `numsweep` waits after `fit()` as numsweep's trials do;
+`stock` does not, and hangs (run it under `timeout` to see).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ray.train.torch import TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
 
 from orchestrator.local_ray import connect
-from orchestrator.tune_handover import TuneReportAndWait, wait_for_tune
+from orchestrator.tune_handover import wait_for_tune
 
 SLOW_FIRST_RESULT_S = 8.0  # longer than the Train run's last report + its shutdown (~3 s)
 
@@ -30,18 +31,17 @@ def train_loop(config: dict) -> None:
 
 
 def trainable(config: dict) -> None:
-    guarded = config["callback"] == "numsweep"
     trainer = TorchTrainer(
         train_loop,
         scaling_config=ray.train.ScalingConfig(num_workers=1),
         run_config=ray.train.RunConfig(
             name=tune.get_context().get_trial_id(),
             storage_path=config["storage"],
-            callbacks=[TuneReportAndWait() if guarded else TuneReportCallback()],
+            callbacks=[TuneReportCallback()],
         ),
     )
     trainer.fit()
-    if guarded:
+    if config["callback"] == "numsweep":
         wait_for_tune()
 
 
