@@ -77,13 +77,11 @@ def tracking_callbacks(tracking: TrackingConfig, experiment: str) -> list[Any]:
             )
         )
     if tracking.wandb is not None:
-        from ray.air.integrations.wandb import WandbLoggerCallback
-
         if tracking.wandb.mode == "offline":
             # Ray's callback looks for an API key unless W&B's own variable says offline.
             os.environ["WANDB_MODE"] = "offline"
         callbacks.append(
-            WandbLoggerCallback(
+            wandb_callback()(
                 project=tracking.wandb.project,
                 group=experiment,
                 mode=tracking.wandb.mode,
@@ -91,3 +89,23 @@ def tracking_callbacks(tracking: TrackingConfig, experiment: str) -> list[Any]:
             )
         )
     return callbacks
+
+
+def wandb_callback() -> type:
+    """Ray's `WandbLoggerCallback`, with a logging actor that waits for W&B to write everything.
+
+    Ray's actor returns after `wandb.finish()` and is then killed (`ray.kill`); `finish` does
+    not wait for W&B's own service process (wandb-core) to write the run, so a trial's history
+    could be lost: in the tracking tests the last trial's offline run file held no metrics in
+    about one run of two. `wandb.teardown()` waits for that service to finish."""
+    from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
+
+    class WrittenWandbActor(_WandbLoggingActor):
+        def run(self) -> None:
+            super().run()
+            self._wandb.teardown()
+
+    class WrittenWandbCallback(WandbLoggerCallback):
+        _logger_actor_cls = WrittenWandbActor
+
+    return WrittenWandbCallback
