@@ -91,13 +91,20 @@ def tracking_callbacks(tracking: TrackingConfig, experiment: str) -> list[Any]:
     return callbacks
 
 
-def wandb_callback() -> type:
-    """Ray's `WandbLoggerCallback`, with a logging actor that waits for W&B to write everything.
+# The most a trial's end waits for its W&B run to be written (it takes well under a second).
+WANDB_END_WAIT_S = 60.0
 
-    Ray's actor returns after `wandb.finish()` and is then killed (`ray.kill`); `finish` does
-    not wait for W&B's own service process (wandb-core) to write the run, so a trial's history
-    could be lost: in the tracking tests the last trial's offline run file held no metrics in
-    about one run of two. `wandb.teardown()` waits for that service to finish."""
+
+def wandb_callback() -> type:
+    """Ray's `WandbLoggerCallback`, made to have each trial's W&B run written when it ends.
+
+    W&B writes a trial's run in Tune's staging folder for the trial, which Tune copies to the
+    results' storage path. Ray's callback waits for its W&B processes only at the experiment's
+    end, after Tune's last copy: the last trial's run file could be copied while W&B was still
+    writing it (in the tracking tests it held no metrics in about one sweep of three). Here a
+    trial's end waits until its W&B run is finished and W&B's own service has written it
+    (`wandb.teardown`), before Tune copies anything more."""
+    import ray
     from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
 
     class WrittenWandbActor(_WandbLoggingActor):
@@ -107,5 +114,12 @@ def wandb_callback() -> type:
 
     class WrittenWandbCallback(WandbLoggerCallback):
         _logger_actor_cls = WrittenWandbActor
+
+        def log_trial_end(self, trial: Any, failed: bool = False) -> None:
+            self._signal_logging_actor_stop(trial=trial)
+            written = self._trial_logging_futures.get(trial)
+            if written is not None:
+                ray.wait([written], timeout=WANDB_END_WAIT_S)
+            self._cleanup_logging_actors()
 
     return WrittenWandbCallback
