@@ -307,13 +307,12 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
         paired = {**arms, "only": list(args.arms or []), "baseline": args.baseline}
         paired["values"] = _parse_or_exit(parse_values, args.value or ["final"])
     if args.command == "ablation":
-        from analysis.ablation import ablation
+        from analysis.ablation import AblationSettings, ablation_result
         from analysis.paired_options import PairedOptions
 
         if args.all and args.metrics:
             raise ResultsError("--all and --metrics: give one of them")
-        result = ablation(
-            store,
+        settings = AblationSettings(
             metrics=_split_list(args.metrics) or None,
             all_metrics=args.all,
             **paired,
@@ -330,6 +329,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             ),
             **statuses,
         )
+        result = ablation_result(store, settings)
     elif args.command == "power":
         from analysis.power import power
 

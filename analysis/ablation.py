@@ -5,12 +5,18 @@ the baseline loss (mle) on the seeds both ran, its p-values corrected for multip
 (Holm by default) within a stated family.
 
 Metrics are laid out in panels, one table each (an evaluation split with the generation benchmark
-drawn from it, see analysis/headline.py); by default only the headline metrics are shown."""
+drawn from it, see analysis/headline.py); by default only the headline metrics are shown.
+
+The command's options are one frozen AblationSettings (checked when made); `ablation_result` runs
+the steps in order (metrics, arms, columns, seed values, rows, paired tests, per-panel tables,
+the optional tests' notes), and `ablation` is the same with the settings as keywords."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -153,6 +159,69 @@ def _adjusted(
     return out, {name: len(keys) for name, keys in families.items()}
 
 
+@dataclass(frozen=True)
+class AblationSettings:
+    """Options of the ablation command (`python -m analysis ablation --help` names each flag),
+    checked when made, in the order the command always checked them."""
+
+    metrics: tuple[str, ...] | None = None
+    """Metric names or globs to tabulate (--metrics); None: the headline metrics (or every
+    held-out metric with `all_metrics`)."""
+    all_metrics: bool = False
+    """Every eval/ and gen/ metric in the store (--all) when `metrics` is None."""
+    values: tuple[ValueSpec, ...] = (FINAL,)
+    """Value kinds of a trial, one column each per metric (--value): final, best, step:N, ..."""
+    by: tuple[str, ...] = ("loss",)
+    """Configuration columns that key the arms (--by)."""
+    pool: tuple[str, ...] = ()
+    """Columns pooled inside an arm (--pool): one study run as several experiments."""
+    block: tuple[str, ...] = ()
+    """Columns an arm is compared within (--block): its baseline has the same values."""
+    only: tuple[str, ...] = ()
+    """Only these arms and their baselines (--arms): a family of tests chosen in advance."""
+    baseline: str = "mle"
+    """The loss every arm is tested against (--baseline)."""
+    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    """Trial statuses read (--status)."""
+    level: float = 0.95
+    """Confidence level of every interval; 1 − level is the tests' α (--level)."""
+    correction: Correction = "holm"
+    """Multiple-comparison correction of the paired p-values (--correction): holm, bh, none."""
+    family: str = "table"
+    """What one correction family is (--family): table, metric or all."""
+    options: PairedOptions = field(default_factory=PairedOptions)
+    """The optional tests: one-sided, TOST, covariate adjustment, plateau check."""
+
+    def __post_init__(self) -> None:
+        # Lists from callers become tuples: the settings are hashable and cannot change.
+        for name in ("metrics", "values", "by", "pool", "block", "only", "statuses"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, tuple):
+                object.__setattr__(self, name, tuple(v))
+        if not self.values:
+            raise ValueError("ablation needs at least one value kind")
+        check_level(self.level)
+        self.options.checked()
+        if self.correction not in CORRECTIONS:
+            raise ResultsError(
+                f"--correction must be one of {', '.join(CORRECTIONS)}, got {self.correction!r}"
+            )
+        if self.family not in FAMILIES:
+            raise ResultsError(
+                f"--family must be one of {', '.join(FAMILIES)}, got {self.family!r}"
+            )
+
+    def as_json(self) -> dict[str, Any]:
+        """The settings every ablation result's JSON reports (the optional tests add theirs)."""
+        return {
+            "level": self.level,
+            "values": [s.label for s in self.values],
+            "baseline": self.baseline,
+            "correction": self.correction,
+            "family": self.family,
+        }
+
+
 def ablation(
     store: Store,
     *,
@@ -172,60 +241,114 @@ def ablation(
 ) -> Result:
     """Build the ablation result: per panel a table of mean ± CI over seeds and, with several
     seeds, a table of paired tests against the baseline with corrected p-values; `options` adds
-    one-sided tests, TOST, the covariate-adjusted difference and the plateau check."""
-    if not values:
-        raise ValueError("ablation needs at least one value kind")
-    check_level(level)
-    opts = (options or PairedOptions()).checked()
-    if correction not in CORRECTIONS:
-        raise ResultsError(
-            f"--correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}"
-        )
-    if family not in FAMILIES:
-        raise ResultsError(f"--family must be one of {', '.join(FAMILIES)}, got {family!r}")
-    trials, notes = current_trials(store, statuses)
+    one-sided tests, TOST, the covariate-adjusted difference and the plateau check. The keywords
+    are AblationSettings' fields (see there); `ablation_result` takes the settings object."""
+    settings = AblationSettings(
+        metrics=None if metrics is None else tuple(metrics),
+        all_metrics=all_metrics,
+        values=tuple(values),
+        by=tuple(by),
+        pool=tuple(pool),
+        block=tuple(block),
+        only=tuple(only),
+        baseline=baseline,
+        statuses=tuple(statuses),
+        level=level,
+        correction=correction,
+        family=family,
+        options=options or PairedOptions(),
+    )
+    return ablation_result(store, settings)
+
+
+def ablation_result(store: Store, settings: AblationSettings) -> Result:
+    """The ablation result of `store` under `settings` (see `ablation`)."""
+    s = settings
+    trials, notes = current_trials(store, s.statuses)
     result = Result("ablation", "Ablation", notes=[*store.notes, *notes])
     result.header.append(f"experiments: {', '.join(store.experiments)}")
-    result.settings = {
-        "level": level,
-        "values": [s.label for s in values],
-        "baseline": baseline,
-        "correction": correction,
-        "family": family,
-    }
+    result.settings = s.as_json()
     if trials.height == 0:
         return result
     available = metric_names(store)
-    if metrics:
-        chosen = resolve(metrics, available)
-    elif all_metrics:
-        chosen = held_out_metrics(available)
-    else:
-        chosen = headline(available)
-        if chosen:
-            result.notes.append(
-                "headline metrics only: choose others with --metrics (names or globs), "
-                "or show every held-out metric with --all"
-            )
+    chosen = _chosen_metrics(s, available, result.notes)
     if not chosen:
         result.notes.append(
             "no held-out metrics (eval/<split>/... or gen/...) written yet: no table "
             "(pick others with --metrics)"
         )
         return result
-    arms = assign_arms(trials, by, pool=pool, block=block, baseline=baseline)
+    arms = assign_arms(trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline)
     result.notes += arms.notes
     known = load_trials(store).select("experiment", "trial_id")
-    covariate = resolve([opts.adjust_for], available)[0] if opts.adjust_for else None
-    if covariate and len(resolve([opts.adjust_for], available)) > 1:
-        raise ResultsError(f"--adjust-for takes one metric, {opts.adjust_for!r} matches several")
+    covariate = _covariate(s.options, available)
     read = chosen if covariate is None or covariate in chosen else [*chosen, covariate]
     latest, counts = read_latest(store, read)
     if counts.note():
         result.notes.append(counts.note())
+    columns = _columns(chosen, s.values, result.notes)
+    per = collect_seed_values(latest, arms, s.values, known, result.notes)
+    rows_in_use = _rows_in_use(arms, per, columns, s, result.notes)
+    if not rows_in_use:
+        result.notes.append("the analysed trials have no values for these metrics yet: no table")
+        return result
+    laid_out = panels([m for m, _ in dict.fromkeys((m, None) for m, _ in columns)])
+    inputs = _tested(arms, per, columns, laid_out, rows_in_use, s, result.notes)
+    result.header += [
+        trial_summary(trials),
+        f"value per trial: {', '.join(v.label for v in s.values)}",
+    ]
+    for panel, names in laid_out:
+        panel_columns = [(m, v) for m, v in columns if m in names]
+        result.tables += _panel_tables(panel, panel_columns, rows_in_use, inputs)
+        if covariate:
+            result.tables.append(
+                ancova_table(
+                    panel, panel_columns, per, covariate, inputs.base_of, rows_in_use, s.level
+                )
+            )
+    _option_notes(result, s, covariate)
+    if s.options.plateau is not None:
+        from analysis.plateau import flag_arms
 
-    # Columns: every chosen metric under every value kind, except `best` of metrics that have no
-    # better direction (digit entropy, log-confidence): those get the other kinds only.
+        flag_arms(result, store, trials, arms, s.options, chosen, rows_in_use, s.level)
+    if not inputs.adjusted:
+        if inputs.tests:
+            result.notes.append(
+                f"no paired test vs {s.baseline}: it needs at least 2 seeds that both arms ran "
+                "(and differences that are not all equal)"
+            )
+        elif not inputs.has_baseline:
+            result.notes.append(f"no {s.baseline} arm: no paired tests")
+    return result
+
+
+def _chosen_metrics(s: AblationSettings, available: list[str], notes: list[str]) -> list[str]:
+    """The metrics to tabulate: --metrics, --all, or the headline ones (saying so)."""
+    if s.metrics:
+        return resolve(s.metrics, available)
+    if s.all_metrics:
+        return held_out_metrics(available)
+    chosen = headline(available)
+    if chosen:
+        notes.append(
+            "headline metrics only: choose others with --metrics (names or globs), "
+            "or show every held-out metric with --all"
+        )
+    return chosen
+
+
+def _covariate(opts: PairedOptions, available: list[str]) -> str | None:
+    """The one metric --adjust-for names, or None without it."""
+    covariate = resolve([opts.adjust_for], available)[0] if opts.adjust_for else None
+    if covariate and len(resolve([opts.adjust_for], available)) > 1:
+        raise ResultsError(f"--adjust-for takes one metric, {opts.adjust_for!r} matches several")
+    return covariate
+
+
+def _columns(chosen: list[str], values: Sequence[ValueSpec], notes: list[str]) -> list[Column]:
+    """Every chosen metric under every value kind, except `best` of metrics that have no better
+    direction (digit entropy, log-confidence): those get the other kinds only (and a note)."""
     columns: list[Column] = []
     undirected = []
     for metric in chosen:
@@ -236,44 +359,81 @@ def ablation(
             columns.append((metric, spec))
     for kind in dict.fromkeys(k for k, _ in undirected):
         names = sorted({m for k, m in undirected if k == kind})
-        result.notes.append(
+        notes.append(
             f"no '{kind}' for {', '.join(names)}: no direction is better "
             "(see analysis/metric_registry.py)"
         )
+    return columns
 
-    per = collect_seed_values(latest, arms, values, known, result.notes)
 
-    arm_seeds = dict(arms.members.group_by("arm").agg(pl.col("seed_key").n_unique()).iter_rows())
-    rows_in_use = [a for a in arms.order if any((a, m, s) in per for m, s in columns)]
-    if only:
+def _rows_in_use(
+    arms: Arms,
+    per: dict[tuple[str, str, ValueSpec], SeedValues],
+    columns: list[Column],
+    s: AblationSettings,
+    notes: list[str],
+) -> list[str]:
+    """The arms with any value in these columns, in arm order (only --arms and their baselines
+    when given)."""
+    rows_in_use = [a for a in arms.order if any((a, m, v) in per for m, v in columns)]
+    if s.only:
         # These arms and their baselines: a family of tests chosen in advance (a study's
         # hypothesis), corrected on its own.
-        unknown = [a for a in only if a not in arms.key_values]
+        unknown = [a for a in s.only if a not in arms.key_values]
         if unknown:
             raise ResultsError(
                 f"unknown arm {', '.join(map(repr, unknown))} for --arms; arms: "
                 f"{', '.join(arms.order)}"
             )
-        bases = {baseline_arm(arms, a, value=baseline)[0] for a in only}
-        rows_in_use = [a for a in rows_in_use if a in only or a in bases]
-        result.notes.append(f"rows: {', '.join(only)} and their baseline (--arms)")
-    if not rows_in_use:
-        result.notes.append("the analysed trials have no values for these metrics yet: no table")
-        return result
-    stats = {key: mean_ci(list(seeds.values()), level) for key, seeds in per.items()}
-    no_interval = {arm for (arm, _, _), ci in stats.items() if ci.half_width is None}
-    single = [a for a in rows_in_use if a in no_interval]
-    if single:
-        result.notes.append(f"one seed: no interval for {', '.join(single)}")
+        bases = {baseline_arm(arms, a, value=s.baseline)[0] for a in s.only}
+        rows_in_use = [a for a in rows_in_use if a in s.only or a in bases]
+        notes.append(f"rows: {', '.join(s.only)} and their baseline (--arms)")
+    return rows_in_use
 
-    # Paired tests against the baseline arm on the seeds both have (all at once: see
-    # paired_t_tests).
+
+Key = tuple[str, str, ValueSpec]
+
+
+@dataclass(frozen=True)
+class _Tested:
+    """What every panel's tables are built from: the settings, the arms, the per-cell intervals
+    and the paired tests against the baseline with their corrected p-values."""
+
+    settings: AblationSettings
+    arms: Arms
+    arm_seeds: dict[str, int]
+    stats: dict[Key, MeanCI]
+    tests: dict[Key, PairedTest]
+    adjusted: dict[Key, float]
+    base_of: dict[str, str]
+    tosts: dict[Key, Tost]
+    has_baseline: bool
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.settings.level
+
+    @property
+    def level_pct(self) -> str:
+        return f"{self.settings.level * 100:g}%"
+
+
+def _paired_tests(
+    arms: Arms,
+    per: dict[Key, SeedValues],
+    columns: list[Column],
+    rows_in_use: list[str],
+    s: AblationSettings,
+) -> tuple[dict[str, str], dict[str, str], dict[Key, PairedTest], dict[Key, Tost]]:
+    """Paired tests of every row against its baseline arm on the seeds both have (all at once:
+    see paired_t_tests): the baseline of each tested arm, why the others have none, the tests
+    and (with --equivalence) the TOSTs."""
     base_of: dict[str, str] = {}
     reasons: dict[str, str] = {}
-    keys: list[tuple[str, str, ValueSpec]] = []
+    keys: list[Key] = []
     pairs: list[tuple[list[float], list[float]]] = []
     for arm in rows_in_use:
-        base, why = baseline_arm(arms, arm, value=baseline)
+        base, why = baseline_arm(arms, arm, value=s.baseline)
         if base is None:
             if why:
                 reasons[arm] = why
@@ -283,73 +443,76 @@ def ablation(
             mine, theirs = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
             common = sorted(set(mine) & set(theirs))
             keys.append((arm, metric, spec))
-            pairs.append(([mine[s] for s in common], [theirs[s] for s in common]))
+            pairs.append(([mine[k] for k in common], [theirs[k] for k in common]))
+    opts = s.options
     tests = dict(zip(keys, paired_t_tests(pairs, opts.alternative), strict=True))
     tosts = (
         {
-            k: tost_paired(x, y, opts.equivalence, 1.0 - level)
+            k: tost_paired(x, y, opts.equivalence, 1.0 - s.level)
             for k, (x, y) in zip(keys, pairs, strict=True)
         }
         if opts.equivalence is not None
         else {}
     )
+    return base_of, reasons, tests, tosts
+
+
+def _tested(
+    arms: Arms,
+    per: dict[Key, SeedValues],
+    columns: list[Column],
+    laid_out: list[tuple[str, list[str]]],
+    rows_in_use: list[str],
+    s: AblationSettings,
+    notes: list[str],
+) -> _Tested:
+    """Intervals, paired tests and corrected p-values (families by the panels of `laid_out`) of
+    every cell in use, with their notes (single seeds, arms without a baseline, the
+    correction)."""
+    stats = {key: mean_ci(list(seeds.values()), s.level) for key, seeds in per.items()}
+    no_interval = {arm for (arm, _, _), ci in stats.items() if ci.half_width is None}
+    single = [a for a in rows_in_use if a in no_interval]
+    if single:
+        notes.append(f"one seed: no interval for {', '.join(single)}")
+    base_of, reasons, tests, tosts = _paired_tests(arms, per, columns, rows_in_use, s)
     has_baseline = any(
-        a == baseline or arms.key_values[a].get("loss") == baseline for a in rows_in_use
+        a == s.baseline or arms.key_values[a].get("loss") == s.baseline for a in rows_in_use
     )
     if has_baseline:
         by_reason: dict[str, list[str]] = defaultdict(list)
         for arm, why in reasons.items():
             by_reason[why].append(arm)
-        result.notes += [f"{'; '.join(arms_)}: {why}" for why, arms_ in by_reason.items()]
-
-    laid_out = panels([m for m, _ in dict.fromkeys((m, None) for m, _ in columns)])
-    panel_of_column = {(m, s): panel for panel, names in laid_out for m, s in columns if m in names}
-    adjusted, family_sizes = _adjusted(tests, panel_of_column, correction, family)
-    alpha = 1.0 - level
-    level_pct = f"{level * 100:g}%"
+        notes += [f"{'; '.join(arms_)}: {why}" for why, arms_ in by_reason.items()]
+    panel_of_column = {(m, v): panel for panel, names in laid_out for m, v in columns if m in names}
+    adjusted, family_sizes = _adjusted(tests, panel_of_column, s.correction, s.family)
     if adjusted:
-        sizes = sorted(set(family_sizes.values()))
-        span = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}"
-        what = {
-            "table": "all paired tests of one table",
-            "metric": "the tests of one metric column (every arm against the baseline)",
-            "all": "every paired test of this command",
-        }[family]
-        result.notes.append(
-            f"paired tests: {opts.sided} paired t over common seeds; p-values corrected with "
-            f"{CORRECTION_NAMES[correction]}, family = {what} ({span} tests per family; "
-            f"--correction, --family); bold: corrected p < {alpha:g}"
-        )
+        notes.append(_correction_note(s, family_sizes))
+    arm_seeds = dict(arms.members.group_by("arm").agg(pl.col("seed_key").n_unique()).iter_rows())
+    return _Tested(
+        s, arms, arm_seeds, stats, tests, adjusted, base_of, tosts, has_baseline=has_baseline
+    )
 
-    result.header += [
-        trial_summary(trials),
-        f"value per trial: {', '.join(s.label for s in values)}",
-    ]
-    for panel, names in laid_out:
-        panel_columns = [(m, s) for m, s in columns if m in names]
-        result.tables += _panel_tables(
-            panel,
-            panel_columns,
-            rows_in_use,
-            arms=arms,
-            arm_seeds=arm_seeds,
-            stats=stats,
-            tests=tests,
-            adjusted=adjusted,
-            base_of=base_of,
-            n_values=len(values),
-            level_pct=level_pct,
-            alpha=alpha,
-            correction=correction,
-            family=family,
-            baseline=baseline,
-            opts=opts,
-            tosts=tosts,
-        )
-        if covariate:
-            result.tables.append(
-                ancova_table(panel, panel_columns, per, covariate, base_of, rows_in_use, level)
-            )
+
+def _correction_note(s: AblationSettings, family_sizes: dict[str, int]) -> str:
+    """How the paired tests were run and corrected, and how large the families are."""
+    sizes = sorted(set(family_sizes.values()))
+    span = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}"
+    what = {
+        "table": "all paired tests of one table",
+        "metric": "the tests of one metric column (every arm against the baseline)",
+        "all": "every paired test of this command",
+    }[s.family]
+    return (
+        f"paired tests: {s.options.sided} paired t over common seeds; p-values corrected with "
+        f"{CORRECTION_NAMES[s.correction]}, family = {what} ({span} tests per family; "
+        f"--correction, --family); bold: corrected p < {1.0 - s.level:g}"
+    )
+
+
+def _option_notes(result: Result, s: AblationSettings, covariate: str | None) -> None:
+    """The settings and notes of the optional tests that were asked for (TOST, one-sided, the
+    covariate adjustment)."""
+    opts, level = s.options, s.level
     if opts.equivalence is not None:
         result.settings["equivalence"] = opts.equivalence
         result.notes.append(
@@ -369,68 +532,93 @@ def ablation(
             "b·d_x over seeds, a = the difference at matched covariate, b the slope; t "
             "intervals with n − 2 df"
         )
-    if opts.plateau is not None:
-        from analysis.plateau import flag_arms
 
-        flag_arms(result, store, trials, arms, opts, chosen, rows_in_use, level)
-    if not adjusted:
-        if tests:
-            result.notes.append(
-                f"no paired test vs {baseline}: it needs at least 2 seeds that both arms ran "
-                "(and differences that are not all equal)"
-            )
-        elif not has_baseline:
-            result.notes.append(f"no {baseline} arm: no paired tests")
-    return result
+
+def _labels(columns: list[Column], n_values: int) -> tuple[list[str], list[str]]:
+    """The panel's metrics and its column labels (short names; the value kind when several)."""
+    metrics = list(dict.fromkeys(m for m, _ in columns))
+    short = dict(zip(metrics, short_names(metrics), strict=True))
+    return metrics, [short[m] + (f" ({s.label})" if n_values > 1 else "") for m, s in columns]
 
 
 def _panel_tables(
-    panel: str,
-    columns: list[Column],
-    rows_in_use: list[str],
-    *,
-    arms: Arms,
-    arm_seeds: dict[str, int],
-    stats: dict[tuple[str, str, ValueSpec], MeanCI],
-    tests: dict[tuple[str, str, ValueSpec], PairedTest],
-    adjusted: dict[tuple[str, str, ValueSpec], float],
-    base_of: dict[str, str],
-    n_values: int,
-    level_pct: str,
-    alpha: float,
-    correction: Correction,
-    family: str,
-    baseline: str,
-    opts: PairedOptions,
-    tosts: dict[tuple[str, str, ValueSpec], Tost],
+    panel: str, columns: list[Column], rows_in_use: list[str], t: _Tested
 ) -> list[Table]:
     """The mean ± CI table of one panel and, when it has any test, its paired-test table."""
-    metrics = list(dict.fromkeys(m for m, _ in columns))
-    short = dict(zip(metrics, short_names(metrics), strict=True))
-    labels = [short[m] + (f" ({s.label})" if n_values > 1 else "") for m, s in columns]
-    rows, records = [], []
-    marked: set[tuple[int, int]] = set()
+    metrics, labels = _labels(columns, len(t.settings.values))
+    rows, marked = _mean_rows(columns, rows_in_use, t)
+    name = f"ablation_{panel}"
+    out = [
+        Table(
+            name=name,
+            title=f"{panel_title(panel, metrics)} — mean ± {t.level_pct} CI over seeds "
+            "(t distribution); bold: best in column",
+            columns=["arm", "seeds", *labels],
+            rows=rows,
+            marked=marked,
+            data=pl.DataFrame(
+                _records(panel, columns, rows_in_use, t, marked), infer_schema_length=None
+            ),
+        )
+    ]
+    if any(k in t.adjusted for k in ((a, m, s) for a in t.base_of for m, s in columns)):
+        baseline, alpha = t.settings.baseline, t.alpha
+        sig_rows, sig_marked = _test_rows(columns, rows_in_use, t)
+        out.append(
+            Table(
+                name=f"{name}_vs_baseline",
+                title=f"{panel_title(panel, metrics)} — paired t-test vs {baseline} on common "
+                f"seeds: Δ = arm − {baseline}, p {t.settings.options.sided}, corrected p in "
+                "brackets (n: pairs, where fewer than the arm's seeds); bold: corrected p < "
+                f"{alpha:g}" + ("; TOST: equivalence test" if t.tosts else ""),
+                columns=["arm", "baseline", *labels],
+                rows=sig_rows,
+                marked=sig_marked,
+            )
+        )
+    return out
+
+
+def _mean_rows(
+    columns: list[Column], rows_in_use: list[str], t: _Tested
+) -> tuple[list[list[str]], set[tuple[int, int]]]:
+    """The mean ± CI rows of one panel and the (row, column) cells marked best."""
+    rows = []
     for arm in rows_in_use:
-        row = [arm, str(arm_seeds.get(arm, 0))]
+        row = [arm, str(t.arm_seeds.get(arm, 0))]
         for metric, spec in columns:
-            ci = stats.get((arm, metric, spec))
+            ci = t.stats.get((arm, metric, spec))
             if ci is None:
                 row.append(DASH)
                 continue
             text = fmt_pm(ci.mean, ci.half_width)
-            if ci.n < arm_seeds.get(arm, 0):
+            if ci.n < t.arm_seeds.get(arm, 0):
                 text += f" (n={ci.n})"
             row.append(text)
         rows.append(row)
+    marked: set[tuple[int, int]] = set()
     for j, (metric, spec) in enumerate(columns):
-        cells = [stats.get((arm, metric, spec)) for arm in rows_in_use]
+        cells = [t.stats.get((arm, metric, spec)) for arm in rows_in_use]
         marked |= {(i, j + 2) for i in _best_rows(cells, summary_direction(spec, metric))}
+    return rows, marked
+
+
+def _records(
+    panel: str,
+    columns: list[Column],
+    rows_in_use: list[str],
+    t: _Tested,
+    marked: set[tuple[int, int]],
+) -> list[dict[str, object]]:
+    """One record per cell with a value: its interval and its paired test, for the JSON/CSV."""
+    correction, family, arms = t.settings.correction, t.settings.family, t.arms
+    records = []
     for i, arm in enumerate(rows_in_use):
         for j, (metric, spec) in enumerate(columns):
-            ci = stats.get((arm, metric, spec))
+            ci = t.stats.get((arm, metric, spec))
             if ci is None:
                 continue
-            test = tests.get((arm, metric, spec))
+            test = t.tests.get((arm, metric, spec))
             records.append(
                 {
                     "panel": panel,
@@ -445,66 +633,51 @@ def _panel_tables(
                     "ci_high": ci.high,
                     "level": ci.level,
                     "best": (i, j + 2) in marked,
-                    "baseline_arm": base_of.get(arm) if test else None,
+                    "baseline_arm": t.base_of.get(arm) if test else None,
                     "n_pairs": test.n if test else None,
                     "mean_diff": test.mean_diff if test else None,
                     "t": test.t if test else None,
                     "p": test.p if test else None,
-                    "p_adjusted": adjusted.get((arm, metric, spec)),
+                    "p_adjusted": t.adjusted.get((arm, metric, spec)),
                     "correction": correction if test and test.p is not None else None,
                     "family": family if test and test.p is not None else None,
                     "no_test_reason": test.reason if test else None,
-                    **_tost_fields(tosts.get((arm, metric, spec)), opts),
+                    **_tost_fields(t.tosts.get((arm, metric, spec)), t.settings.options),
                 }
             )
-    name = f"ablation_{panel}"
-    out = [
-        Table(
-            name=name,
-            title=f"{panel_title(panel, metrics)} — mean ± {level_pct} CI over seeds "
-            "(t distribution); bold: best in column",
-            columns=["arm", "seeds", *labels],
-            rows=rows,
-            marked=marked,
-            data=pl.DataFrame(records, infer_schema_length=None),
-        )
-    ]
-    sig_rows, sig_marked = [], set()
+    return records
+
+
+def _test_rows(
+    columns: list[Column], rows_in_use: list[str], t: _Tested
+) -> tuple[list[list[str]], set[tuple[int, int]]]:
+    """The paired-test rows of one panel (arms with a baseline) and the cells significant after
+    correction."""
+    correction = t.settings.correction
+    sig_rows: list[list[str]] = []
+    sig_marked: set[tuple[int, int]] = set()
     for arm in rows_in_use:
-        if arm not in base_of:
+        if arm not in t.base_of:
             continue
-        row = [arm, base_of[arm]]
+        row = [arm, t.base_of[arm]]
         for j, (metric, spec) in enumerate(columns):
-            test = tests.get((arm, metric, spec))
+            test = t.tests.get((arm, metric, spec))
             if test is None:
                 row.append(DASH)
             elif test.p is None:
                 row.append(f"{DASH} ({test.reason})")
             else:
-                p_adj = adjusted[(arm, metric, spec)]
+                p_adj = t.adjusted[(arm, metric, spec)]
                 text = f"Δ={fmt_signed(test.mean_diff)} {fmt_p(test.p)}"
                 if correction != "none":
                     text += f" ({_SHORT[correction]} {fmt_pvalue(p_adj)})"
                 # The pairs count only when fewer seeds pair up than the arm has.
-                text += f" n={test.n}" if test.n < arm_seeds.get(arm, 0) else ""
-                row.append(text + _tost_text(tosts.get((arm, metric, spec))))
-                if p_adj < alpha:
+                text += f" n={test.n}" if test.n < t.arm_seeds.get(arm, 0) else ""
+                row.append(text + _tost_text(t.tosts.get((arm, metric, spec))))
+                if p_adj < t.alpha:
                     sig_marked.add((len(sig_rows), j + 2))
         sig_rows.append(row)
-    if any(k in adjusted for k in ((a, m, s) for a in base_of for m, s in columns)):
-        out.append(
-            Table(
-                name=f"{name}_vs_baseline",
-                title=f"{panel_title(panel, metrics)} — paired t-test vs {baseline} on common "
-                f"seeds: Δ = arm − {baseline}, p {opts.sided}, corrected p in brackets (n: pairs, "
-                f"where fewer than the arm's seeds); bold: corrected p < {alpha:g}"
-                + ("; TOST: equivalence test" if tosts else ""),
-                columns=["arm", "baseline", *labels],
-                rows=sig_rows,
-                marked=sig_marked,
-            )
-        )
-    return out
+    return sig_rows, sig_marked
 
 
 def ancova_table(
@@ -518,10 +691,7 @@ def ancova_table(
 ) -> Table:
     """The paired ANCOVA of every arm against its baseline in every column of one panel: the
     difference at matched `covariate` (same value kind), the slope, their intervals."""
-    metrics = list(dict.fromkeys(m for m, _ in columns))
-    short = dict(zip(metrics, short_names(metrics), strict=True))
-    kinds = len({s for _, s in columns})
-    labels = [short[m] + (f" ({s.label})" if kinds > 1 else "") for m, s in columns]
+    metrics, labels = _labels(columns, len({s for _, s in columns}))
     rows, records = [], []
     for arm in rows_in_use:
         base = base_of.get(arm)
@@ -532,42 +702,9 @@ def ancova_table(
             if metric == covariate:
                 row.append(DASH)
                 continue
-            y1, y0 = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
-            x1, x0 = per.get((arm, covariate, spec), {}), per.get((base, covariate, spec), {})
-            common = sorted(set(y1) & set(y0) & set(x1) & set(x0))
-            fit = paired_ancova(
-                [y1[s] for s in common],
-                [y0[s] for s in common],
-                [x1[s] for s in common],
-                [x0[s] for s in common],
-                level,
-            )
-            if fit.intercept is None:
-                row.append(f"{DASH} ({fit.reason})")
-            else:
-                row.append(
-                    f"Δadj={fmt_signed(fit.intercept)} {fmt_ci(*fit.intercept_ci)} "
-                    f"{fmt_p(fit.p)}; slope {fmt(fit.slope, 3)} {fmt_ci(*fit.slope_ci)}"
-                )
-            records.append(
-                {
-                    "arm": arm,
-                    "baseline_arm": base,
-                    "metric": metric,
-                    "value_kind": spec.label,
-                    "covariate": covariate,
-                    "n_pairs": fit.n,
-                    "adjusted_diff": fit.intercept,
-                    "ci_low": fit.intercept_ci[0] if fit.intercept_ci else None,
-                    "ci_high": fit.intercept_ci[1] if fit.intercept_ci else None,
-                    "p": fit.p,
-                    "slope": fit.slope,
-                    "slope_ci_low": fit.slope_ci[0] if fit.slope_ci else None,
-                    "slope_ci_high": fit.slope_ci[1] if fit.slope_ci else None,
-                    "level": level,
-                    "no_test_reason": fit.reason,
-                }
-            )
+            text, record = _ancova_cell(per, arm, base, metric, spec, covariate, level)
+            row.append(text)
+            records.append(record)
         rows.append(row)
     return Table(
         name=f"ablation_{panel}_adjusted",
@@ -578,3 +715,49 @@ def ancova_table(
         rows=rows,
         data=pl.DataFrame(records, infer_schema_length=None),
     )
+
+
+def _ancova_cell(
+    per: dict[Key, SeedValues],
+    arm: str,
+    base: str,
+    metric: str,
+    spec: ValueSpec,
+    covariate: str,
+    level: float,
+) -> tuple[str, dict[str, object]]:
+    """One ANCOVA cell (arm against base in `metric`, adjusted for `covariate`) and its record."""
+    y1, y0 = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
+    x1, x0 = per.get((arm, covariate, spec), {}), per.get((base, covariate, spec), {})
+    common = sorted(set(y1) & set(y0) & set(x1) & set(x0))
+    fit = paired_ancova(
+        [y1[s] for s in common],
+        [y0[s] for s in common],
+        [x1[s] for s in common],
+        [x0[s] for s in common],
+        level,
+    )
+    if fit.intercept is None:
+        text = f"{DASH} ({fit.reason})"
+    else:
+        text = (
+            f"Δadj={fmt_signed(fit.intercept)} {fmt_ci(*fit.intercept_ci)} "
+            f"{fmt_p(fit.p)}; slope {fmt(fit.slope, 3)} {fmt_ci(*fit.slope_ci)}"
+        )
+    return text, {
+        "arm": arm,
+        "baseline_arm": base,
+        "metric": metric,
+        "value_kind": spec.label,
+        "covariate": covariate,
+        "n_pairs": fit.n,
+        "adjusted_diff": fit.intercept,
+        "ci_low": fit.intercept_ci[0] if fit.intercept_ci else None,
+        "ci_high": fit.intercept_ci[1] if fit.intercept_ci else None,
+        "p": fit.p,
+        "slope": fit.slope,
+        "slope_ci_low": fit.slope_ci[0] if fit.slope_ci else None,
+        "slope_ci_high": fit.slope_ci[1] if fit.slope_ci else None,
+        "level": level,
+        "no_test_reason": fit.reason,
+    }
