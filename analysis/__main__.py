@@ -331,10 +331,9 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             **statuses,
         )
     elif args.command == "power":
-        from analysis.power import power
+        from analysis.power import PowerSettings, power
 
-        result = power(
-            store,
+        settings = PowerSettings(
             delta=args.delta,
             metrics=_split_list(args.metrics) or None,
             **paired,
@@ -345,6 +344,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             sesoi=args.sesoi,
             **statuses,
         )
+        result = power(store, settings)
     elif args.command == "plateau":
         from analysis.plateau import plateau
 
