@@ -358,10 +358,9 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             **statuses,
         )
     elif args.command == "entropy":
-        from analysis.entropy import entropy
+        from analysis.entropy import EntropySettings, entropy
 
-        result = entropy(
-            store,
+        settings = EntropySettings(
             **arms,
             baseline=args.baseline,
             split_names=_split_list(args.split) or None,
@@ -370,6 +369,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             family=args.family,
             **statuses,
         )
+        result = entropy(store, settings)
     elif args.command == "scaling":
         from analysis.scaling import ScalingSettings, scaling
 
