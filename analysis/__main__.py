@@ -331,10 +331,9 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
         )
         result = ablation_result(store, settings)
     elif args.command == "power":
-        from analysis.power import power
+        from analysis.power import PowerSettings, power
 
-        result = power(
-            store,
+        settings = PowerSettings(
             delta=args.delta,
             metrics=_split_list(args.metrics) or None,
             **paired,
@@ -345,6 +344,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             sesoi=args.sesoi,
             **statuses,
         )
+        result = power(store, settings)
     elif args.command == "plateau":
         from analysis.plateau import plateau
 
@@ -358,10 +358,9 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             **statuses,
         )
     elif args.command == "entropy":
-        from analysis.entropy import entropy
+        from analysis.entropy import EntropySettings, entropy
 
-        result = entropy(
-            store,
+        settings = EntropySettings(
             **arms,
             baseline=args.baseline,
             split_names=_split_list(args.split) or None,
@@ -370,6 +369,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
             family=args.family,
             **statuses,
         )
+        result = entropy(store, settings)
     elif args.command == "scaling":
         from analysis.scaling import ScalingSettings, scaling
 

@@ -54,23 +54,16 @@ def _label(values: dict[str, Any]) -> str:
     return parts[0] if parts else ", ".join(extra) or "(no config)"
 
 
-def assign_arms(
-    trials: pl.DataFrame,
-    by: Sequence[str] = ("loss",),
-    *,
-    pool: Sequence[str] = (),
-    block: Sequence[str] = (),
-    baseline_column: str = "loss",
-    baseline: str | None = "mle",
-) -> Arms:
-    """Group `trials` (a `load_trials` frame) into arms keyed by `by` plus the configuration columns
-    that vary within a `by` group."""
-    configs = config_columns(trials)
+def _check_columns(
+    configs: Sequence[str], by: Sequence[str], pool: Sequence[str], block: Sequence[str]
+) -> None:
+    """ResultsError for --by, --pool or --block columns that are unknown, the seed, or given to
+    more than one of them."""
+    available = ", ".join(c for c in configs if c != "seed")
     unknown = [c for c in by if c not in configs]
     if unknown:
         raise ResultsError(
-            f"unknown column {', '.join(map(repr, unknown))} for --by; "
-            f"available: {', '.join(c for c in configs if c != 'seed')}"
+            f"unknown column {', '.join(map(repr, unknown))} for --by; available: {available}"
         )
     if "seed" in by:
         raise ResultsError("--by seed: seeds are what an arm averages over, not an arm key")
@@ -78,7 +71,7 @@ def assign_arms(
     if unknown_pool:
         raise ResultsError(
             f"unknown column {', '.join(map(repr, unknown_pool))} for --pool; "
-            f"available: {', '.join(c for c in configs if c != 'seed')}"
+            f"available: {available}"
         )
     clash = [c for c in pool if c in by or c == "seed"]
     if clash:
@@ -87,13 +80,23 @@ def assign_arms(
     if unknown_block:
         raise ResultsError(
             f"unknown column {', '.join(map(repr, unknown_block))} for --block; "
-            f"available: {', '.join(c for c in configs if c != 'seed')}"
+            f"available: {available}"
         )
     clash = [c for c in block if c in by or c in pool or c == "seed"]
     if clash:
         raise ResultsError(
             f"--block {', '.join(clash)}: a row key, a pooled column or the seed cannot be a block"
         )
+
+
+def _arm_keys(
+    trials: pl.DataFrame,
+    configs: Sequence[str],
+    by: Sequence[str],
+    pool: Sequence[str],
+    block: Sequence[str],
+) -> list[str]:
+    """`by` plus every other configuration column that varies within a `by` group."""
     # Pooled columns may vary inside an arm (one study run as several experiments); so may block
     # columns, whose values then tell an arm's units apart (a unit is a block and a seed).
     others = [c for c in configs if c not in by and c != "seed" and c not in pool]
@@ -102,6 +105,12 @@ def assign_arms(
     if others and trials.height:
         spread = trials.group_by(list(by)).agg(pl.col(c).n_unique() for c in others)
         keys += [c for c in others if spread[c].max() > 1]
+    return keys
+
+
+def _seed_key(trials: pl.DataFrame, block: Sequence[str]) -> pl.Expr:
+    """The unit a paired test matches on: the seed (the trial id where it is missing), prefixed
+    with the block columns' values."""
     seed_key = (
         pl.when(pl.col("seed").is_not_null())
         .then(pl.col("seed").cast(pl.String()))
@@ -113,6 +122,11 @@ def assign_arms(
         # Units are (block, seed): paired tests match a block's seed with the same block's seed.
         parts = [pl.col(c).cast(pl.String()).fill_null("null") for c in block]
         seed_key = pl.concat_str([*parts, seed_key], separator="/")
+    return seed_key
+
+
+def _unit_notes(trials: pl.DataFrame, pool: Sequence[str], block: Sequence[str]) -> list[str]:
+    """Notes on what an arm pools over and what one of its units is."""
     notes = []
     if block:
         notes.append(
@@ -127,13 +141,14 @@ def assign_arms(
         )
     if "seed" not in trials.columns:
         notes.append("the trials table has no seed column: every trial counts as its own seed")
-    # `experiment` may itself be a key (several experiments, the same losses): select it once.
-    members = trials.select(
-        "experiment",
-        "trial_id",
-        seed_key.alias("seed_key"),
-        *[k for k in keys if k not in ("experiment", "trial_id")],
-    )
+    return notes
+
+
+def _label_arms(
+    members: pl.DataFrame, keys: list[str], baseline_column: str, baseline: str | None
+) -> tuple[pl.DataFrame, list[str], dict[str, dict[str, Any]]]:
+    """`members` with each trial's arm label, the labels in display order (baseline arms
+    first), and each label's key values."""
     distinct = members.select(keys).unique().sort(keys, nulls_last=True)
     key_values = {}
     labels = []
@@ -155,6 +170,33 @@ def assign_arms(
         schema={**{k: members.schema[k] for k in keys}, "arm": pl.String()},
     )
     members = members.join(label_frame, on=keys, how="left", nulls_equal=True)
+    return members, order, key_values
+
+
+def assign_arms(
+    trials: pl.DataFrame,
+    by: Sequence[str] = ("loss",),
+    *,
+    pool: Sequence[str] = (),
+    block: Sequence[str] = (),
+    baseline_column: str = "loss",
+    baseline: str | None = "mle",
+) -> Arms:
+    """Group `trials` (a `load_trials` frame) into arms keyed by `by` plus the configuration columns
+    that vary within a `by` group."""
+    configs = config_columns(trials)
+    _check_columns(configs, by, pool, block)
+    keys = _arm_keys(trials, configs, by, pool, block)
+    seed_key = _seed_key(trials, block)
+    notes = _unit_notes(trials, pool, block)
+    # `experiment` may itself be a key (several experiments, the same losses): select it once.
+    members = trials.select(
+        "experiment",
+        "trial_id",
+        seed_key.alias("seed_key"),
+        *[k for k in keys if k not in ("experiment", "trial_id")],
+    )
+    members, order, key_values = _label_arms(members, keys, baseline_column, baseline)
     repeated = members.group_by("arm", "seed_key").len().filter(pl.col("len") > 1)
     if repeated.height:
         arm, seed = repeated.sort("arm", "seed_key").row(0)[:2]

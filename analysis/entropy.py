@@ -6,14 +6,15 @@ tables is marked best for it; the final-value summary reports the paired differe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
 from analysis.ablation import ablation
 from analysis.arm_values import arm_seed_values
-from analysis.arms import assign_arms
+from analysis.arms import Arms, assign_arms
 from analysis.metric_registry import splits
-from analysis.seed_stats import check_level, mean_ci
+from analysis.seed_stats import MeanCI, check_level, mean_ci
 from analysis.selection import FINAL
 from analysis.store import (
     CURVE_STATUSES,
@@ -31,33 +32,43 @@ from analysis.table import DASH, Result, Table, fmt_pm
 LEAVES = ("digit_entropy", "digit_acc")
 
 
-def entropy(
-    store: Store,
-    *,
-    by: Sequence[str] = ("loss",),
-    pool: Sequence[str] = (),
-    block: Sequence[str] = (),
-    baseline: str = "mle",
-    split_names: Sequence[str] | None = None,
-    statuses: Sequence[str] | None = None,
-    level: float = 0.95,
-    correction: str = "holm",
-    family: str = "table",
-) -> Result:
-    """Curves (one table per split: arm × step) and a final-value summary with paired tests.
+@dataclass(frozen=True)
+class EntropySettings:
+    """Options of the entropy command (`python -m analysis entropy --help` names each flag)."""
 
-    `statuses` default: running trials join the curves (their steps so far) but not the summary
-    of final values (finished trials only).
-    """
-    check_level(level)
-    trials, notes = current_trials(store, statuses or CURVE_STATUSES)
-    result = Result("entropy", "Digit entropy and digit accuracy over training", notes=notes)
-    result.settings = {"level": level, "correction": correction, "family": family}
-    result.notes[:0] = store.notes
-    result.header.append(f"experiments: {', '.join(store.experiments)}")
-    if trials.height == 0:
-        return result
-    available = metric_names(store)
+    by: tuple[str, ...] = ("loss",)
+    """Configuration columns that key an arm (--by)."""
+    pool: tuple[str, ...] = ()
+    """Columns that may vary inside an arm (--pool)."""
+    block: tuple[str, ...] = ()
+    """Columns whose values, with the seed, make an arm's units (--block)."""
+    baseline: str = "mle"
+    """The loss (or an arm's label) the final values are compared with (--baseline)."""
+    split_names: tuple[str, ...] | None = None
+    """Evaluation splits to show (--split); None: every split with digit entropy or accuracy."""
+    statuses: tuple[str, ...] | None = None
+    """Trial statuses read (--status); None: running trials join the curves (their steps so far)
+    but not the summary of final values (finished trials only)."""
+    level: float = 0.95
+    """Confidence level of every interval (--level)."""
+    correction: str = "holm"
+    """Multiple-comparison correction of the final values' paired tests (--correction)."""
+    family: str = "table"
+    """What one correction covers (--family): every test of a table, of a metric column, or
+    all."""
+
+    def __post_init__(self) -> None:
+        # Lists from callers become tuples: the settings are hashable and cannot change.
+        for name in ("by", "pool", "block", "split_names", "statuses"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, tuple):
+                object.__setattr__(self, name, tuple(v))
+        check_level(self.level)
+
+
+def _entropy_splits(available: Sequence[str], split_names: Sequence[str] | None) -> list[str]:
+    """The splits to show: `split_names` (each must have digit entropy or accuracy), else every
+    split that has one of them."""
     have = set(available)
     found = [s for s in splits(available) if any(f"eval/{s}/{leaf}" in have for leaf in LEAVES)]
     if split_names:
@@ -68,13 +79,107 @@ def entropy(
                 f"or digit_acc for it; available: {', '.join(found) or '(none)'}"
             )
         found = list(split_names)
+    return found
+
+
+def _cell(ci: MeanCI | None, n: int) -> str:
+    """A curve cell: mean ± half-width, with its seed count where fewer than the row's `n`."""
+    if ci is None:
+        return DASH
+    return fmt_pm(ci.mean, ci.half_width) + (f" (n={ci.n})" if ci.n < n else "")
+
+
+def _split_table(split: str, per_step: pl.DataFrame, arms: Arms, level: float) -> Table | None:
+    """One split's curves (arm × step: seeds, digit entropy, digit accuracy), None when no arm
+    has a value there."""
+    names = {leaf: f"eval/{split}/{leaf}" for leaf in LEAVES}
+    stats = (
+        per_step.filter(pl.col("metric").is_in(list(names.values())))
+        .group_by(["arm", "metric", "step"])
+        .agg(pl.col("value"))
+    )
+    cell = {}
+    steps_of: dict[str, set[int]] = {}
+    for arm, metric, step, values in stats.iter_rows():
+        cell[(arm, metric, step)] = mean_ci(values, level)
+        steps_of.setdefault(arm, set()).add(step)
+    rows, records = [], []
+    for arm in arms.order:
+        for step in sorted(steps_of.get(arm, ())):
+            cis = {leaf: cell.get((arm, names[leaf], step)) for leaf in LEAVES}
+            n = max(c.n for c in cis.values() if c is not None)
+            rows.append([arm, str(step), str(n), *(_cell(ci, n) for ci in cis.values())])
+            records += [
+                {
+                    "arm": arm,
+                    "split": split,
+                    "step": step,
+                    "metric": names[leaf],
+                    "n": ci.n,
+                    "mean": ci.mean,
+                    "ci_low": ci.low,
+                    "ci_high": ci.high,
+                }
+                for leaf, ci in cis.items()
+                if ci is not None
+            ]
+    if not rows:
+        return None
+    return Table(
+        name=f"entropy_{split}",
+        title=f"split {split}: digit entropy and digit accuracy per evaluation step",
+        columns=["arm", "step", "seeds", "digit_entropy", "digit_acc"],
+        rows=rows,
+        data=pl.DataFrame(records, infer_schema_length=None),
+    )
+
+
+def _add_final_values(
+    result: Result, store: Store, chosen: Sequence[str], settings: EntropySettings
+) -> None:
+    """Final values with the paired difference to the baseline: the ablation on these columns."""
+    s = settings
+    summary = ablation(
+        store,
+        metrics=chosen,
+        values=[FINAL],
+        by=s.by,
+        pool=s.pool,
+        block=s.block,
+        baseline=s.baseline,
+        statuses=s.statuses or DEFAULT_STATUSES,
+        level=s.level,
+        correction=s.correction,  # type: ignore[arg-type]
+        family=s.family,
+    )
+    for t in summary.tables:
+        t.name = t.name.replace("ablation_", "entropy_final_", 1)
+        t.title = "final values, " + t.title
+        result.tables.append(t)
+    result.notes += [f"final values: {n}" for n in summary.all_notes() if n not in result.notes]
+
+
+def entropy(store: Store, settings: EntropySettings = EntropySettings()) -> Result:
+    """Curves (one table per split: arm × step) and a final-value summary with paired tests
+    (`settings.statuses`: see `EntropySettings`)."""
+    s = settings
+    trials, notes = current_trials(store, s.statuses or CURVE_STATUSES)
+    result = Result("entropy", "Digit entropy and digit accuracy over training", notes=notes)
+    result.settings = {"level": s.level, "correction": s.correction, "family": s.family}
+    result.notes[:0] = store.notes
+    result.header.append(f"experiments: {', '.join(store.experiments)}")
+    if trials.height == 0:
+        return result
+    available = metric_names(store)
+    found = _entropy_splits(available, s.split_names)
     if not found:
         result.notes.append(
             "no eval/<split>/digit_entropy or eval/<split>/digit_acc metrics written yet: no table"
         )
         return result
-    chosen = [f"eval/{s}/{leaf}" for s in found for leaf in LEAVES if f"eval/{s}/{leaf}" in have]
-    arms = assign_arms(trials, by, pool=pool, block=block, baseline=baseline)
+    have = set(available)
+    chosen = [f"eval/{x}/{leaf}" for x in found for leaf in LEAVES if f"eval/{x}/{leaf}" in have]
+    arms = assign_arms(trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline)
     result.notes += arms.notes
     latest, counts = read_latest(store, chosen)
     if counts.note():
@@ -84,80 +189,12 @@ def entropy(
     result.notes += more
     result.header.append(trial_summary(trials))
     result.header.append(
-        f"cells: mean ± {level * 100:g}% CI over seeds at each evaluation step; digit entropy "
+        f"cells: mean ± {s.level * 100:g}% CI over seeds at each evaluation step; digit entropy "
         "lower = sharper, higher = flatter digit distribution (neither is marked best)"
     )
-
     for split in found:
-        names = {leaf: f"eval/{split}/{leaf}" for leaf in LEAVES}
-        stats = (
-            per_step.filter(pl.col("metric").is_in(list(names.values())))
-            .group_by(["arm", "metric", "step"])
-            .agg(pl.col("value"))
-        )
-        cell = {}
-        steps_of: dict[str, set[int]] = {}
-        for arm, metric, step, values in stats.iter_rows():
-            cell[(arm, metric, step)] = mean_ci(values, level)
-            steps_of.setdefault(arm, set()).add(step)
-        rows, records = [], []
-        for arm in arms.order:
-            for step in sorted(steps_of.get(arm, ())):
-                ent = cell.get((arm, names["digit_entropy"], step))
-                acc = cell.get((arm, names["digit_acc"], step))
-                n = max(c.n for c in (ent, acc) if c is not None)
-                row = [arm, str(step), str(n)]
-                for ci in (ent, acc):
-                    if ci is None:
-                        row.append(DASH)
-                    else:
-                        row.append(
-                            fmt_pm(ci.mean, ci.half_width) + (f" (n={ci.n})" if ci.n < n else "")
-                        )
-                rows.append(row)
-                for leaf, ci in (("digit_entropy", ent), ("digit_acc", acc)):
-                    if ci is None:
-                        continue
-                    records.append(
-                        {
-                            "arm": arm,
-                            "split": split,
-                            "step": step,
-                            "metric": names[leaf],
-                            "n": ci.n,
-                            "mean": ci.mean,
-                            "ci_low": ci.low,
-                            "ci_high": ci.high,
-                        }
-                    )
-        if rows:
-            result.tables.append(
-                Table(
-                    name=f"entropy_{split}",
-                    title=f"split {split}: digit entropy and digit accuracy per evaluation step",
-                    columns=["arm", "step", "seeds", "digit_entropy", "digit_acc"],
-                    rows=rows,
-                    data=pl.DataFrame(records, infer_schema_length=None),
-                )
-            )
-
-    # Final values with the paired difference to the baseline: the ablation on these columns.
-    summary = ablation(
-        store,
-        metrics=chosen,
-        values=[FINAL],
-        by=by,
-        pool=pool,
-        block=block,
-        baseline=baseline,
-        statuses=statuses or DEFAULT_STATUSES,
-        level=level,
-        correction=correction,  # type: ignore[arg-type]
-        family=family,
-    )
-    for t in summary.tables:
-        t.name = t.name.replace("ablation_", "entropy_final_", 1)
-        t.title = "final values, " + t.title
-        result.tables.append(t)
-    result.notes += [f"final values: {n}" for n in summary.all_notes() if n not in result.notes]
+        table = _split_table(split, per_step, arms, s.level)
+        if table is not None:
+            result.tables.append(table)
+    _add_final_values(result, store, chosen, s)
     return result

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from analysis.ablation import collect_seed_values
-from analysis.arms import assign_arms, baseline_arm, plain_value
+from analysis.arm_values import SeedValues
+from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
 from analysis.headline import headline
 from analysis.metric_registry import direction, resolve
 from analysis.power_stats import (
@@ -66,19 +69,76 @@ def check_inputs(delta: float, alpha: float, power: float, sesoi: float | None) 
             raise ResultsError(str(err)) from err
 
 
-def pair_power(
-    diffs: Sequence[float],
-    scale: float,
-    *,
-    delta: float,
-    sesoi: float,
-    alpha: float,
-    power: float,
-    one_sided: bool,
-    level: float,
-) -> dict[str, object]:
+@dataclass(frozen=True)
+class PowerSettings:
+    """Options of the power command (`python -m analysis power --help` names each flag)."""
+
+    delta: float
+    """The difference arm − baseline to detect (--delta), in the metric's units."""
+    metrics: tuple[str, ...] | None = None
+    """Metric names or globs to plan for (--metrics); None: the headline metrics."""
+    values: tuple[ValueSpec, ...] = (FINAL,)
+    """Per-trial values to plan for (--value): final, last:K, auc, ..."""
+    by: tuple[str, ...] = ("loss",)
+    """Configuration columns that key an arm (--by)."""
+    pool: tuple[str, ...] = ()
+    """Columns that may vary inside an arm (--pool)."""
+    block: tuple[str, ...] = ()
+    """Columns whose values, with the seed, make an arm's units (--block)."""
+    only: tuple[str, ...] = ()
+    """Arm labels to plan for (--arms); empty: every arm with a baseline."""
+    baseline: str = "mle"
+    """The baseline loss, or an arm's label (--baseline)."""
+    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    """Trial statuses read (--status)."""
+    level: float = 0.95
+    """Confidence level of the sd's chi-square interval (--level)."""
+    alpha: float = 0.05
+    """Significance level of the paired t-test and of TOST (--alpha)."""
+    target_power: float = 0.8
+    """The power the seeds needed reach (--power)."""
+    one_sided: bool = False
+    """A one-sided paired t-test (--one-sided); two-sided otherwise."""
+    sesoi: float | None = None
+    """The equivalence margin of TOST (--sesoi); None: `delta`."""
+
+    def __post_init__(self) -> None:
+        # Lists from callers become tuples: the settings are hashable and cannot change.
+        for name in ("metrics", "values", "by", "pool", "block", "only", "statuses"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, tuple):
+                object.__setattr__(self, name, tuple(v))
+        check_level(self.level)
+        check_inputs(self.delta, self.alpha, self.target_power, self.sesoi)
+
+    @property
+    def margin(self) -> float:
+        """The TOST margin: --sesoi, default --delta."""
+        return self.delta if self.sesoi is None else self.sesoi
+
+    @property
+    def sided(self) -> str:
+        return "one-sided" if self.one_sided else "two-sided"
+
+    def as_json(self) -> dict[str, Any]:
+        """The settings a result's JSON reports (the numbers' provenance)."""
+        return {
+            "delta": self.delta,
+            "sesoi": self.margin,
+            "alpha": self.alpha,
+            "power": self.target_power,
+            "one_sided": self.one_sided,
+            "level": self.level,
+            "baseline": self.baseline,
+            "values": [s.label for s in self.values],
+        }
+
+
+def pair_power(diffs: Sequence[float], scale: float, settings: PowerSettings) -> dict[str, object]:
     """Every number of one row from the per-seed differences (`scale`: the largest |value|, for
     the all-equal test)."""
+    alpha, power, one_sided = settings.alpha, settings.target_power, settings.one_sided
+    delta, sesoi = settings.delta, settings.margin
     n = len(diffs)
     d = np.asarray(diffs, dtype=np.float64)
     out: dict[str, object] = {"n": n, "mean_diff": float(d.mean()) if n else None}
@@ -100,7 +160,7 @@ def pair_power(
     sd = float(np.std(d, ddof=1))
     if sd <= EQUAL_RTOL * scale:
         return {**out, **empty, "sd_diff": 0.0, "reason": "all differences equal: sd 0"}
-    lo, hi = sd_interval(sd, n, level)
+    lo, hi = sd_interval(sd, n, settings.level)
     return {
         **out,
         "sd_diff": sd,
@@ -150,9 +210,7 @@ def power_columns(delta: float, margin: float, level: float) -> list[Column]:
         Column(f"power at Δ={delta:g}", _planned(lambda r: fmt(r["power_at_delta"], 2))),
         Column(
             f"seeds for Δ={delta:g} (sd at CI top)",
-            _planned(
-                lambda r: f"{_seeds(r['seeds_needed'])} ({_seeds(r['seeds_needed_sd_high'])})"
-            ),
+            _planned(_seeds_cell),
         ),
         Column(f"TOST power ±{margin:g}", _planned(lambda r: fmt(r["tost_power"], 2))),
         Column(
@@ -164,111 +222,111 @@ def power_columns(delta: float, margin: float, level: float) -> list[Column]:
     ]
 
 
-def power(
-    store: Store,
-    *,
-    delta: float,
-    metrics: Sequence[str] | None = None,
-    values: Sequence[ValueSpec] = (FINAL,),
-    by: Sequence[str] = ("loss",),
-    pool: Sequence[str] = (),
-    block: Sequence[str] = (),
-    only: Sequence[str] = (),
-    baseline: str = "mle",
-    statuses: Sequence[str] = DEFAULT_STATUSES,
-    level: float = 0.95,
-    alpha: float = 0.05,
-    target_power: float = 0.8,
-    one_sided: bool = False,
-    sesoi: float | None = None,
-) -> Result:
-    """The power table (see the module docstring)."""
-    check_level(level)
-    check_inputs(delta, alpha, target_power, sesoi)
-    margin = delta if sesoi is None else sesoi
-    trials, notes = current_trials(store, statuses)
-    result = Result("power", "Power from a pilot", notes=[*store.notes, *notes])
-    result.header.append(f"experiments: {', '.join(store.experiments)}")
-    result.settings = {
-        "delta": delta,
-        "sesoi": margin,
-        "alpha": alpha,
-        "power": target_power,
-        "one_sided": one_sided,
-        "level": level,
-        "baseline": baseline,
-        "values": [s.label for s in values],
-    }
-    if trials.height == 0:
-        return result
-    available = metric_names(store)
-    chosen = resolve(metrics, available) if metrics else headline(available)
-    if not chosen:
-        result.notes.append("no held-out metrics: give --metric")
-        return result
-    arms = assign_arms(trials, by, pool=pool, block=block, baseline=baseline)
-    result.notes += arms.notes
+def _check_only(arms: Arms, only: Sequence[str]) -> None:
+    """ResultsError for --arms labels that name no arm."""
     unknown = [a for a in only if a not in arms.key_values]
     if unknown:
         raise ResultsError(
             f"unknown arm {', '.join(map(repr, unknown))} for --arms; arms: {', '.join(arms.order)}"
         )
-    latest, counts = read_latest(store, chosen)
-    if counts.note():
-        result.notes.append(counts.note())
-    known = load_trials(store).select("experiment", "trial_id")
-    per = collect_seed_values(latest, arms, values, known, result.notes)
+
+
+def _pair_record(
+    arm: str,
+    base: str,
+    arms: Arms,
+    metric: str,
+    spec: ValueSpec,
+    per: dict[tuple[str, str, ValueSpec], SeedValues],
+    settings: PowerSettings,
+) -> Record:
+    """One row: `arm` against `base` on `metric`'s `spec` value, over the seeds both ran."""
+    mine, theirs = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
+    common = sorted(set(mine) & set(theirs))
+    a, b = [mine[s] for s in common], [theirs[s] for s in common]
+    scale = max([abs(v) for v in a + b], default=0.0)
+    rec = pair_power([x - y for x, y in zip(a, b, strict=True)], scale, settings)
+    return {
+        "arm": arm,
+        **{k: plain_value(arms.key_values[arm][k]) for k in arms.keys},
+        "baseline_arm": base,
+        "metric": metric,
+        "value_kind": spec.label,
+        **rec,
+    }
+
+
+def _power_records(
+    arms: Arms,
+    chosen: Sequence[str],
+    per: dict[tuple[str, str, ValueSpec], SeedValues],
+    settings: PowerSettings,
+) -> list[Record]:
+    """Every row of the table: each planned arm with a baseline, each metric and value kind
+    (kinds that need a better direction only for metrics that have one)."""
     columns = [
-        (m, s) for m in chosen for s in values if not (s.needs_direction and not direction(m))
+        (m, s)
+        for m in chosen
+        for s in settings.values
+        if not (s.needs_direction and not direction(m))
     ]
     records = []
     for arm in arms.order:
-        if only and arm not in only:
+        if settings.only and arm not in settings.only:
             continue
-        base, _ = baseline_arm(arms, arm, value=baseline)
+        base, _ = baseline_arm(arms, arm, value=settings.baseline)
         if base is None:
             continue
         for metric, spec in columns:
-            mine, theirs = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
-            common = sorted(set(mine) & set(theirs))
-            a, b = [mine[s] for s in common], [theirs[s] for s in common]
-            scale = max([abs(v) for v in a + b], default=0.0)
-            rec = pair_power(
-                [x - y for x, y in zip(a, b, strict=True)],
-                scale,
-                delta=delta,
-                sesoi=margin,
-                alpha=alpha,
-                power=target_power,
-                one_sided=one_sided,
-                level=level,
-            )
-            rec = {
-                "arm": arm,
-                **{k: plain_value(arms.key_values[arm][k]) for k in arms.keys},
-                "baseline_arm": base,
-                "metric": metric,
-                "value_kind": spec.label,
-                **rec,
-            }
-            records.append(rec)
-    result.header.append(trial_summary(trials))
-    sided = "one-sided" if one_sided else "two-sided"
-    if not records:
-        result.notes.append(f"no arm with a {baseline} baseline: nothing to plan")
-        return result
+            records.append(_pair_record(arm, base, arms, metric, spec, per, settings))
+    return records
+
+
+def _add_power_table(result: Result, records: list[Record], settings: PowerSettings) -> None:
+    """The power table and the note on its columns."""
+    s, sided, margin = settings, settings.sided, settings.margin
     title = (
-        f"seeds needed: paired t-test ({sided}, α = {alpha:g}, power {target_power:g}) for "
-        f"Δ = {delta:g}; TOST (α = {alpha:g}) for equivalence within ±{margin:g}"
+        f"seeds needed: paired t-test ({sided}, α = {s.alpha:g}, power {s.target_power:g}) for "
+        f"Δ = {s.delta:g}; TOST (α = {s.alpha:g}) for equivalence within ±{margin:g}"
     )
-    columns = power_columns(delta, margin, level)
+    columns = power_columns(s.delta, margin, s.level)
     result.tables.append(records_table("power", title, columns, records))
     result.notes.append(
         f"pairs: seeds both arms ran; sd of Δ: sample sd of the per-seed differences arm − "
         f"baseline, with its chi-square interval; MDE: the true difference the {sided} paired "
-        f"t-test at α = {alpha:g} detects with power {target_power:g} at these pairs; seeds: the "
-        "fewest pairs reaching that power (noncentral t), in brackets with the sd at the top of "
-        "its interval; TOST: power and seeds to show |Δ| < "
+        f"t-test at α = {s.alpha:g} detects with power {s.target_power:g} at these pairs; seeds: "
+        "the fewest pairs reaching that power (noncentral t), in brackets with the sd at the top "
+        "of its interval; TOST: power and seeds to show |Δ| < "
         f"{margin:g} when the true difference is 0 (--sesoi, default --delta)"
     )
+
+
+def power(store: Store, settings: PowerSettings) -> Result:
+    """The power table (see the module docstring)."""
+    trials, notes = current_trials(store, settings.statuses)
+    result = Result("power", "Power from a pilot", notes=[*store.notes, *notes])
+    result.header.append(f"experiments: {', '.join(store.experiments)}")
+    result.settings = settings.as_json()
+    if trials.height == 0:
+        return result
+    available = metric_names(store)
+    chosen = resolve(settings.metrics, available) if settings.metrics else headline(available)
+    if not chosen:
+        result.notes.append("no held-out metrics: give --metric")
+        return result
+    s = settings
+    arms = assign_arms(trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline)
+    result.notes += arms.notes
+    _check_only(arms, s.only)
+    latest, counts = read_latest(store, chosen)
+    if counts.note():
+        result.notes.append(counts.note())
+    known = load_trials(store).select("experiment", "trial_id")
+    per = collect_seed_values(latest, arms, s.values, known, result.notes)
+    records = _power_records(arms, chosen, per, s)
+    result.header.append(trial_summary(trials))
+    if not records:
+        result.notes.append(f"no arm with a {s.baseline} baseline: nothing to plan")
+        return result
+    _add_power_table(result, records, s)
     return result

@@ -19,7 +19,7 @@ from analysis import figures
 from analysis.ablation import ablation
 from analysis.arms import Arms, assign_arms
 from analysis.curves import metric_curves
-from analysis.entropy import entropy
+from analysis.entropy import EntropySettings, entropy
 from analysis.metric_registry import DECOMPOSITION_LEAVES, splits
 from analysis.paired_options import PairedOptions
 from analysis.scaling import scaling
@@ -255,7 +255,7 @@ def write_report(
                 abl_images.append(("figures/learning_curves.png", "learning curves per arm"))
     files.update(_write_tables(abl, tables_dir))
 
-    ent = entropy(store, statuses=statuses, level=level)
+    ent = entropy(store, EntropySettings(statuses=statuses, level=level))
     ent_images = []
     if curve_trials.height:
         arms = assign_arms(curve_trials)
