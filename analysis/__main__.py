@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from analysis.choices import AGGREGATES, ALTERNATIVES, CORRECTIONS, FAMILIES, LR_MODES
 from analysis.selection import VALUE_HELP
-from analysis.store import ResultsError, open_store
+from analysis.store import ResultsError, Store, open_store
 from analysis.table import FORMATS, Result, render, text_notes
 
 T = TypeVar("T")
@@ -36,130 +36,180 @@ def build_parser() -> argparse.ArgumentParser:
         description="Tables, fits and a report from a numsweep results directory.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        # help strings are %-formatted by argparse, descriptions are not
-        p = sub.add_parser(name, help=help_text, description=help_text.replace("%%", "%"))
-        p.add_argument(
-            "results",
-            metavar="RESULTS",
-            help="the results root of a sweep: a path or a URI (s3://bucket/prefix)",
+    _ablation_args(
+        _add_command(
+            sub,
+            "ablation",
+            "per-loss tables of held-out metrics: mean ± CI over seeds, paired tests",
         )
-        p.add_argument(
-            "--experiment",
-            action="append",
-            metavar="E",
-            help="experiment(s) to analyse (repeatable; default: all in RESULTS)",
-        )
-        p.add_argument(
-            "--status",
-            action="append",
-            metavar="S",
-            help="trial statuses to include, e.g. TERMINATED,RUNNING (default: TERMINATED; "
-            "entropy curves also take RUNNING trials)",
-        )
-        if name != "report":
-            p.add_argument("--format", choices=FORMATS, default="md", help="output format")
-        p.add_argument(
-            "--level", type=float, default=0.95, help="confidence level of every interval"
-        )
-        return p
-
-    def add_metrics(p: argparse.ArgumentParser, default: str) -> None:
-        p.add_argument(
-            "--metrics",
-            "--metric",
-            dest="metrics",
-            action="append",
-            metavar="M",
-            help=f"metric names or globs, repeatable or comma-separated (default: {default})",
-        )
-
-    def add_correction(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--correction",
-            choices=CORRECTIONS,
-            default="holm",
-            help="multiple-comparison correction of the paired tests' p-values",
-        )
-        p.add_argument(
-            "--family",
-            choices=FAMILIES,
-            default="table",
-            help="what one correction covers: every test of a table, of a metric column, or all",
-        )
-
-    def add_values(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--value",
-            action="append",
-            help=f"which value of a trial counts: {VALUE_HELP} (repeatable or comma-separated; "
-            "default: final)",
-        )
-
-    def add_paired_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--alternative",
-            choices=ALTERNATIVES,
-            default="two-sided",
-            help="alternative of the paired t-tests on mean(arm − baseline) (default two-sided)",
-        )
-        p.add_argument(
-            "--equivalence",
-            type=float,
-            metavar="SESOI",
-            help="also a TOST per paired test: equivalent iff the 1−2α interval lies in ±SESOI",
-        )
-        p.add_argument(
-            "--adjust-for",
-            metavar="METRIC",
-            help="paired ANCOVA: the difference at matched METRIC (e.g. digit entropy at "
-            "matched digit accuracy), with the slope",
-        )
-        p.add_argument(
-            "--plateau",
-            nargs="?",
-            const="",
-            metavar="METRIC",
-            help="plateau check: flag (†) arms still learning in METRIC (default: the first "
-            "chosen metric with a direction) and add the slope table",
-        )
-        add_plateau_window(p, "--plateau-last")
-
-    def add_plateau_window(p: argparse.ArgumentParser, flag: str) -> None:
-        p.add_argument(
-            flag,
-            type=int,
-            default=3,
-            metavar="K",
-            help="plateau slope over the last K evaluations (default 3)",
-        )
-        p.add_argument(
-            "--min-slope",
-            type=float,
-            default=0.0,
-            help="improvement per 1000 steps the slope's interval must exceed to flag (default 0)",
-        )
-
-    by_help = "configuration column(s) that define the rows (repeatable; default: loss)"
-    block_help = (
-        "configuration column(s) whose values are blocks (repeatable), e.g. model: an arm pools "
-        "them, a unit is a block value and a seed, paired tests match units"
     )
-    pool_help = (
-        "configuration column(s) that may differ within a row (repeatable), e.g. experiment "
-        "for one study run as several experiments"
+    _entropy_args(
+        _add_command(sub, "entropy", "digit entropy and digit accuracy over training per loss")
     )
-    p = add("ablation", "per-loss tables of held-out metrics: mean ± CI over seeds, paired tests")
-    add_metrics(p, "the headline metrics of every split")
+    _scaling_args(
+        _add_command(
+            sub, "scaling", "plain and saturating power-law fits, CE-vs-EE verdict, EE share of CE"
+        )
+    )
+    _search_args(_add_command(sub, "search", "best trials, parameter importance, Pareto front"))
+    _power_args(
+        _add_command(
+            sub, "power", "seeds needed per arm vs baseline, from a pilot's paired differences"
+        )
+    )
+    _plateau_args(
+        _add_command(
+            sub, "plateau", "per arm: is the metric still improving over the last evaluations?"
+        )
+    )
+    _report_args(
+        _add_command(
+            sub, "report", "all of the above as one static HTML page with figures and table files"
+        )
+    )
+    return parser
+
+
+def _add_command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse.ArgumentParser:
+    """The subcommand `name` with the options every command has."""
+    # help strings are %-formatted by argparse, descriptions are not
+    p = sub.add_parser(name, help=help_text, description=help_text.replace("%%", "%"))
+    p.add_argument(
+        "results",
+        metavar="RESULTS",
+        help="the results root of a sweep: a path or a URI (s3://bucket/prefix)",
+    )
+    p.add_argument(
+        "--experiment",
+        action="append",
+        metavar="E",
+        help="experiment(s) to analyse (repeatable; default: all in RESULTS)",
+    )
+    p.add_argument(
+        "--status",
+        action="append",
+        metavar="S",
+        help="trial statuses to include, e.g. TERMINATED,RUNNING (default: TERMINATED; "
+        "entropy curves also take RUNNING trials)",
+    )
+    if name != "report":
+        p.add_argument("--format", choices=FORMATS, default="md", help="output format")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level of every interval")
+    return p
+
+
+def _add_metrics(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument(
+        "--metrics",
+        "--metric",
+        dest="metrics",
+        action="append",
+        metavar="M",
+        help=f"metric names or globs, repeatable or comma-separated (default: {default})",
+    )
+
+
+def _add_correction(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--correction",
+        choices=CORRECTIONS,
+        default="holm",
+        help="multiple-comparison correction of the paired tests' p-values",
+    )
+    p.add_argument(
+        "--family",
+        choices=FAMILIES,
+        default="table",
+        help="what one correction covers: every test of a table, of a metric column, or all",
+    )
+
+
+def _add_values(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--value",
+        action="append",
+        help=f"which value of a trial counts: {VALUE_HELP} (repeatable or comma-separated; "
+        "default: final)",
+    )
+
+
+def _add_arm_columns(p: argparse.ArgumentParser) -> None:
+    """--by, --pool, --block: how trials form arms (every arm command)."""
+    p.add_argument(
+        "--by",
+        action="append",
+        help="configuration column(s) that define the rows (repeatable; default: loss)",
+    )
+    p.add_argument(
+        "--pool",
+        action="append",
+        help="configuration column(s) that may differ within a row (repeatable), e.g. "
+        "experiment for one study run as several experiments",
+    )
+    p.add_argument(
+        "--block",
+        action="append",
+        help="configuration column(s) whose values are blocks (repeatable), e.g. model: an arm "
+        "pools them, a unit is a block value and a seed, paired tests match units",
+    )
+
+
+def _add_paired_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--alternative",
+        choices=ALTERNATIVES,
+        default="two-sided",
+        help="alternative of the paired t-tests on mean(arm − baseline) (default two-sided)",
+    )
+    p.add_argument(
+        "--equivalence",
+        type=float,
+        metavar="SESOI",
+        help="also a TOST per paired test: equivalent iff the 1−2α interval lies in ±SESOI",
+    )
+    p.add_argument(
+        "--adjust-for",
+        metavar="METRIC",
+        help="paired ANCOVA: the difference at matched METRIC (e.g. digit entropy at "
+        "matched digit accuracy), with the slope",
+    )
+    p.add_argument(
+        "--plateau",
+        nargs="?",
+        const="",
+        metavar="METRIC",
+        help="plateau check: flag (†) arms still learning in METRIC (default: the first "
+        "chosen metric with a direction) and add the slope table",
+    )
+    _add_plateau_window(p, "--plateau-last")
+
+
+def _add_plateau_window(p: argparse.ArgumentParser, flag: str) -> None:
+    p.add_argument(
+        flag,
+        type=int,
+        default=3,
+        metavar="K",
+        help="plateau slope over the last K evaluations (default 3)",
+    )
+    p.add_argument(
+        "--min-slope",
+        type=float,
+        default=0.0,
+        help="improvement per 1000 steps the slope's interval must exceed to flag (default 0)",
+    )
+
+
+def _ablation_args(p: argparse.ArgumentParser) -> None:
+    _add_metrics(p, "the headline metrics of every split")
     p.add_argument(
         "--all", action="store_true", help="every held-out metric (eval/*, gen/*) in the store"
     )
-    add_values(p)
-    p.add_argument("--by", action="append", help=by_help)
-    p.add_argument("--pool", action="append", help=pool_help)
-    p.add_argument("--block", action="append", help=block_help)
-    add_paired_options(p)
+    _add_values(p)
+    _add_arm_columns(p)
+    _add_paired_options(p)
     p.add_argument(
         "--arms",
         action="append",
@@ -173,18 +223,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="loss the paired tests compare against, or one arm's label, e.g. "
         "'del (distance=False)'",
     )
-    add_correction(p)
+    _add_correction(p)
 
-    p = add("entropy", "digit entropy and digit accuracy over training per loss")
-    p.add_argument("--by", action="append", help=by_help)
-    p.add_argument("--pool", action="append", help=pool_help)
-    p.add_argument("--block", action="append", help=block_help)
+
+def _entropy_args(p: argparse.ArgumentParser) -> None:
+    _add_arm_columns(p)
     p.add_argument("--baseline", default="mle", help="loss the final values are compared with")
     p.add_argument("--split", action="append", help="evaluation split(s) (default: all)")
-    add_correction(p)
+    _add_correction(p)
 
-    p = add("scaling", "plain and saturating power-law fits, CE-vs-EE verdict, EE share of CE")
-    add_metrics(p, "CE, EE, SA and log-confidence of every split")
+
+def _scaling_args(p: argparse.ArgumentParser) -> None:
+    _add_metrics(p, "CE, EE, SA and log-confidence of every split")
     p.add_argument(
         "--axis",
         action="append",
@@ -235,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
         "pooled seed sds) and every size's best lr lies inside its grid",
     )
 
-    p = add("search", "best trials, parameter importance, Pareto front")
+
+def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--objective",
         action="append",
@@ -244,12 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--value", default="final", help=f"{VALUE_HELP} (default: final)")
     p.add_argument("--top", type=int, default=10, help="how many best trials to list")
 
-    p = add("power", "seeds needed per arm vs baseline, from a pilot's paired differences")
-    add_metrics(p, "the headline metrics of every split")
-    add_values(p)
-    p.add_argument("--by", action="append", help=by_help)
-    p.add_argument("--pool", action="append", help=pool_help)
-    p.add_argument("--block", action="append", help=block_help)
+
+def _power_args(p: argparse.ArgumentParser) -> None:
+    _add_metrics(p, "the headline metrics of every split")
+    _add_values(p)
+    _add_arm_columns(p)
     p.add_argument("--arms", action="append", metavar="LABEL", help="only these arms")
     p.add_argument("--baseline", default="mle", help="loss or arm label compared against")
     p.add_argument(
@@ -262,14 +312,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--sesoi", type=float, help="equivalence margin of the TOST plan (default: --delta)"
     )
 
-    p = add("plateau", "per arm: is the metric still improving over the last evaluations?")
-    add_metrics(p, "the first headline metric with a better direction")
-    p.add_argument("--by", action="append", help=by_help)
-    p.add_argument("--pool", action="append", help=pool_help)
-    p.add_argument("--block", action="append", help=block_help)
-    add_plateau_window(p, "--last")
 
-    p = add("report", "all of the above as one static HTML page with figures and table files")
+def _plateau_args(p: argparse.ArgumentParser) -> None:
+    _add_metrics(p, "the first headline metric with a better direction")
+    _add_arm_columns(p)
+    _add_plateau_window(p, "--last")
+
+
+def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--objective", action="append", help="search objective(s), as for search")
     p.add_argument("--params", choices=("non_embedding", "total"), default="non_embedding")
@@ -277,7 +327,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--plateau", action="store_true", help="plateau check in the ablation section (†)"
     )
-    return parser
 
 
 def _parse_or_exit(parse: Callable[[T], R], text: T) -> R:
@@ -288,9 +337,99 @@ def _parse_or_exit(parse: Callable[[T], R], text: T) -> R:
         raise ResultsError(str(err)) from err
 
 
+# One function per command besides ablation, power and entropy (still inline in `run`): the
+# command's call from its parsed options and what `run` prepared for every command (`arms`: how
+# trials form arms; `statuses`: the status filter as keyword arguments, empty for the default).
+
+
+def _run_plateau(
+    args: argparse.Namespace,
+    store: Store,
+    arms: dict[str, list[str]],
+    level: float,
+    statuses: dict[str, list[str]],
+) -> Result:
+    from analysis.plateau import plateau
+
+    return plateau(
+        store,
+        metrics=_split_list(args.metrics) or None,
+        last=args.last,
+        **arms,
+        level=level,
+        min_slope=args.min_slope,
+        **statuses,
+    )
+
+
+def _run_scaling(
+    args: argparse.Namespace,
+    store: Store,
+    by: list[str],
+    level: float,
+    statuses: dict[str, list[str]],
+) -> Result:
+    from analysis.scaling import ScalingSettings, scaling
+    from analysis.selection import parse_value
+
+    settings = ScalingSettings(
+        metrics=_split_list(args.metrics) or None,
+        axes=_split_list(args.axis) or None,
+        params=args.params,
+        value=_parse_or_exit(parse_value, args.value),
+        by=tuple(by),
+        aggregate=args.aggregate,
+        lr=args.lr,
+        select_by=args.select_by,
+        n_boot=args.bootstrap,
+        seed=args.seed,
+        level=level,
+        robust=args.robust,
+        n_boot_fit=args.fit_bootstrap,
+        gate_only=args.gate,
+        **statuses,
+    )
+    return scaling(store, settings)
+
+
+def _run_search(args: argparse.Namespace, store: Store, statuses: dict[str, list[str]]) -> Result:
+    from analysis.search import search
+    from analysis.selection import parse_value
+
+    return search(
+        store,
+        objectives=_split_list(args.objective),
+        value=_parse_or_exit(parse_value, args.value),
+        top=args.top,
+        **statuses,
+    )
+
+
+def _run_report(
+    args: argparse.Namespace, store: Store, level: float, statuses: dict[str, list[str]]
+) -> Path:
+    """Write the report; the page's path."""
+    from analysis.report import write_report
+    from analysis.selection import FINAL
+
+    if args.bootstrap < 1:
+        raise ResultsError(f"--bootstrap must be >= 1, got {args.bootstrap}")
+    return write_report(
+        store,
+        args.out,
+        objectives=_split_list(args.objective),
+        params=args.params,
+        n_boot=args.bootstrap,
+        value=FINAL,
+        level=level,
+        plateau=args.plateau,
+        **statuses,
+    )
+
+
 def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     """Parse `argv` and run the command: (result, rendered text, format). Raises ResultsError."""
-    from analysis.selection import FINAL, parse_value, parse_values
+    from analysis.selection import parse_values
 
     args = build_parser().parse_args(argv)
     fmt_name = getattr(args, "format", "md")
@@ -346,17 +485,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
         )
         result = power(store, settings)
     elif args.command == "plateau":
-        from analysis.plateau import plateau
-
-        result = plateau(
-            store,
-            metrics=_split_list(args.metrics) or None,
-            last=args.last,
-            **arms,
-            level=level,
-            min_slope=args.min_slope,
-            **statuses,
-        )
+        result = _run_plateau(args, store, arms, level, statuses)
     elif args.command == "entropy":
         from analysis.entropy import EntropySettings, entropy
 
@@ -371,52 +500,11 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
         )
         result = entropy(store, settings)
     elif args.command == "scaling":
-        from analysis.scaling import ScalingSettings, scaling
-
-        settings = ScalingSettings(
-            metrics=_split_list(args.metrics) or None,
-            axes=_split_list(args.axis) or None,
-            params=args.params,
-            value=_parse_or_exit(parse_value, args.value),
-            by=tuple(by),
-            aggregate=args.aggregate,
-            lr=args.lr,
-            select_by=args.select_by,
-            n_boot=args.bootstrap,
-            seed=args.seed,
-            level=level,
-            robust=args.robust,
-            n_boot_fit=args.fit_bootstrap,
-            gate_only=args.gate,
-            **statuses,
-        )
-        result = scaling(store, settings)
+        result = _run_scaling(args, store, by, level, statuses)
     elif args.command == "search":
-        from analysis.search import search
-
-        result = search(
-            store,
-            objectives=_split_list(args.objective),
-            value=_parse_or_exit(parse_value, args.value),
-            top=args.top,
-            **statuses,
-        )
+        result = _run_search(args, store, statuses)
     else:
-        from analysis.report import write_report
-
-        if args.bootstrap < 1:
-            raise ResultsError(f"--bootstrap must be >= 1, got {args.bootstrap}")
-        page = write_report(
-            store,
-            args.out,
-            objectives=_split_list(args.objective),
-            params=args.params,
-            n_boot=args.bootstrap,
-            value=FINAL,
-            level=level,
-            plateau=args.plateau,
-            **statuses,
-        )
+        page = _run_report(args, store, level, statuses)
         return None, f"wrote {page}\n", fmt_name
     return result, render(result, fmt_name), fmt_name
 

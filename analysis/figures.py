@@ -69,41 +69,9 @@ def plot_curves(
     )
     arms = [a for a in order if any(a in curves[m] for m in metrics)]
     many = len(arms) > MAX_LEGEND
-    if many and family:
-        names = list(dict.fromkeys(family.get(a, "other") for a in arms))
-        by_family = dict(zip(names, _colors(len(names)), strict=True))
-        colors = {a: by_family[family.get(a, "other")] for a in arms}
-        labels = {a: family.get(a, "other") for a in arms}
-    else:
-        colors = dict(zip(arms, _colors(len(arms)), strict=True))
-        labels = {a: a for a in arms}
+    colors, labels = _arm_colors(arms, family if many else None)
     for ax, metric in zip(axes[0], metrics, strict=True):
-        skip = first_step_dwarfs([curves[metric][a] for a in arms if a in curves[metric]])
-        for arm in arms:
-            c = curves[metric].get(arm)
-            if c is None:
-                continue
-            if skip and c.steps.size and c.steps[0] == 0:
-                c = Curve(c.steps[1:], c.mean[1:], c.half[1:], c.n[1:])
-            ax.plot(
-                c.steps,
-                c.mean,
-                color=colors[arm],
-                label=labels[arm],
-                lw=0.8 if many else 1.4,
-                alpha=0.6 if many else 1.0,
-            )
-            band = np.isfinite(c.half)
-            if band.any() and not many:
-                ax.fill_between(
-                    c.steps[band],
-                    (c.mean - c.half)[band],
-                    (c.mean + c.half)[band],
-                    color=colors[arm],
-                    alpha=0.18,
-                    lw=0,
-                )
-        ax.set_xlabel("step (step 0 left out: it dwarfs the rest)" if skip else "step")
+        _curve_panel(ax, curves[metric], arms, colors, labels, many)
         ax.set_ylabel(metric)
         ax.grid(alpha=0.3)
     handles, names = axes[0][0].get_legend_handles_labels()
@@ -115,6 +83,57 @@ def plot_curves(
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
+
+
+def _arm_colors(
+    arms: Sequence[str], family: Mapping[str, str] | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each arm's line colour and legend label: its own, or its family's when `family` is given
+    (and not empty)."""
+    if family:
+        names = list(dict.fromkeys(family.get(a, "other") for a in arms))
+        by_family = dict(zip(names, _colors(len(names)), strict=True))
+        colors = {a: by_family[family.get(a, "other")] for a in arms}
+        return colors, {a: family.get(a, "other") for a in arms}
+    return dict(zip(arms, _colors(len(arms)), strict=True)), {a: a for a in arms}
+
+
+def _curve_panel(
+    ax: Any,
+    by_arm: dict[str, Curve],
+    arms: Sequence[str],
+    colors: Mapping[str, Any],
+    labels: Mapping[str, str],
+    many: bool,
+) -> None:
+    """One metric's lines (and, unless `many`, CI bands) per arm, step 0 left out where it
+    dwarfs the rest (the x label says so)."""
+    skip = first_step_dwarfs([by_arm[a] for a in arms if a in by_arm])
+    for arm in arms:
+        c = by_arm.get(arm)
+        if c is None:
+            continue
+        if skip and c.steps.size and c.steps[0] == 0:
+            c = Curve(c.steps[1:], c.mean[1:], c.half[1:], c.n[1:])
+        ax.plot(
+            c.steps,
+            c.mean,
+            color=colors[arm],
+            label=labels[arm],
+            lw=0.8 if many else 1.4,
+            alpha=0.6 if many else 1.0,
+        )
+        band = np.isfinite(c.half)
+        if band.any() and not many:
+            ax.fill_between(
+                c.steps[band],
+                (c.mean - c.half)[band],
+                (c.mean + c.half)[band],
+                color=colors[arm],
+                alpha=0.18,
+                lw=0,
+            )
+    ax.set_xlabel("step (step 0 left out: it dwarfs the rest)" if skip else "step")
 
 
 AXIS_LABELS = {"N": "N (parameters)", "D": "D (tokens seen)", "C": "C ≈ 6·N·D"}
@@ -141,49 +160,10 @@ def plot_scaling(
     for ax, metric in zip(axes[0], metrics, strict=True):
         negative = False
         for e in entries:
-            if e["metric"] != metric:
-                continue
-            m = np.asarray(e["m"], dtype=np.float64)
-            n = np.asarray(e["n"], dtype=np.float64)
-            half = np.asarray(e["half"], dtype=np.float64)
-            plain, sat = e["plain"], e["saturating"]
-            negative |= bool(np.all(m < 0))
-            shown = np.abs(m)
-            ok = shown > 0
-            label = e["group"] or "all"
-            if plain is not None:
-                label += f": a={plain.a:.3g}"
-            if sat is not None:
-                label += f"; E={sat.E:.3g}, a={sat.a:.3g}"
-            color = colors[e["group"]]
-            err = np.where(np.isfinite(half), half, 0.0)[ok]
-            ax.errorbar(
-                n[ok],
-                shown[ok],
-                yerr=err,
-                fmt="o",
-                ms=3.5,
-                color=color,
-                alpha=0.8,
-                lw=0.8,
-                label=label,
-            )
-            grid = np.geomspace(n.min(), n.max(), 60)
-            if plain is not None:
-                ax.plot(grid, np.abs(plain.predict(grid)), color=color, lw=1.3)
-            if sat is not None:
-                ax.plot(grid, np.abs(sat.predict(grid)), color=color, lw=1.1, ls="--")
+            if e["metric"] == metric:
+                negative |= _scaling_group(ax, e, colors[e["group"]])
         ax.set_xscale("log")
-        low, high = ax.get_ylim()
-        flat = not (low > 0 and high >= 2 * low)
-        if not flat:
-            ax.set_yscale("log")
-            # Metrics rarely span a decade: plain numbers on the y ticks, the minor ticks
-            # labelled too when no major one falls in between.
-            ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3g"))
-            if high < 10 * low:
-                ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
-                ax.tick_params(axis="y", which="minor", labelsize=7)
+        flat = _scaling_y_axis(ax)
         ax.set_xlabel(AXIS_LABELS.get(entries[0]["axis"], "size"))
         # Within a factor 2 a log y-axis looks linear anyway; linear ticks read better.
         name = f"|{metric}|" if negative else metric
@@ -195,6 +175,48 @@ def plot_scaling(
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
+
+
+def _scaling_group(ax: Any, e: dict[str, Any], color: Any) -> bool:
+    """One group's points of one metric with their error bars and both fitted forms, as
+    magnitudes; whether the metric is negative throughout (its axis then says |M|)."""
+    m = np.asarray(e["m"], dtype=np.float64)
+    n = np.asarray(e["n"], dtype=np.float64)
+    half = np.asarray(e["half"], dtype=np.float64)
+    plain, sat = e["plain"], e["saturating"]
+    shown = np.abs(m)
+    ok = shown > 0
+    label = e["group"] or "all"
+    if plain is not None:
+        label += f": a={plain.a:.3g}"
+    if sat is not None:
+        label += f"; E={sat.E:.3g}, a={sat.a:.3g}"
+    err = np.where(np.isfinite(half), half, 0.0)[ok]
+    ax.errorbar(
+        n[ok], shown[ok], yerr=err, fmt="o", ms=3.5, color=color, alpha=0.8, lw=0.8, label=label
+    )
+    grid = np.geomspace(n.min(), n.max(), 60)
+    if plain is not None:
+        ax.plot(grid, np.abs(plain.predict(grid)), color=color, lw=1.3)
+    if sat is not None:
+        ax.plot(grid, np.abs(sat.predict(grid)), color=color, lw=1.1, ls="--")
+    return bool(np.all(m < 0))
+
+
+def _scaling_y_axis(ax: Any) -> bool:
+    """A log y-axis with plain-number ticks when the drawn values span a factor 2 or more;
+    whether it stays linear (flat) instead."""
+    low, high = ax.get_ylim()
+    flat = not (low > 0 and high >= 2 * low)
+    if not flat:
+        ax.set_yscale("log")
+        # Metrics rarely span a decade: plain numbers on the y ticks, the minor ticks
+        # labelled too when no major one falls in between.
+        ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%.3g"))
+        if high < 10 * low:
+            ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
+            ax.tick_params(axis="y", which="minor", labelsize=7)
+    return flat
 
 
 def plot_share(entries: Sequence[dict[str, Any]], path: Path, title: str) -> Path:

@@ -206,6 +206,88 @@ def _scaling_figures(sca: Result, fig_dir: Path) -> list[tuple[str, str]]:
     return images
 
 
+def _learning_curves(
+    store: Store, arms: Arms, available: Sequence[str], level: float, fig_dir: Path
+) -> list[tuple[str, str]]:
+    """The ablation section's figure: the training loss and each split's CE over training, per
+    arm; none without those metrics."""
+    learning = [
+        m for m in ["train/loss", *(f"eval/{s}/ce" for s in splits(available))] if m in available
+    ]
+    if not learning:
+        return []
+    curves, _ = metric_curves(store, arms, learning, level)
+    if not curves:
+        return []
+    figures.plot_curves(
+        curves,
+        learning,
+        arms.order,
+        fig_dir / "learning_curves.png",
+        _curve_title("learning curves", arms, level),
+        family=_loss_of(arms),
+    )
+    return [("figures/learning_curves.png", "learning curves per arm")]
+
+
+def _entropy_curves(
+    store: Store, arms: Arms, available: Sequence[str], level: float, fig_dir: Path
+) -> list[tuple[str, str]]:
+    """The entropy section's figures: digit entropy and digit accuracy over training per arm,
+    one figure per split that has either."""
+    images = []
+    for split in splits(available):
+        names = [f"eval/{split}/digit_entropy", f"eval/{split}/digit_acc"]
+        names = [n for n in names if n in available]
+        if not names:
+            continue
+        curves, _ = metric_curves(store, arms, names, level)
+        if curves:
+            path = fig_dir / f"entropy_{split}.png"
+            figures.plot_curves(
+                curves,
+                names,
+                arms.order,
+                path,
+                _curve_title(
+                    f"digit entropy and accuracy over training, split {split}", arms, level
+                ),
+                family=_loss_of(arms),
+            )
+            images.append((f"figures/{path.name}", f"entropy curves, split {split}"))
+    return images
+
+
+def _search_figures(sea: Result, objectives: Sequence[str], fig_dir: Path) -> list[tuple[str, str]]:
+    """The search section's figure: the Pareto plot when there is a front; else, for one
+    objective, a note on `sea` saying how to get one."""
+    pareto = sea.figure_data.get("pareto")
+    if pareto is not None:
+        figures.plot_pareto(
+            pareto["points"], pareto["front"], pareto["objectives"], fig_dir / "pareto.png"
+        )
+        return [("figures/pareto.png", "Pareto front")]
+    if not sea.tables or len(objectives) < 2:
+        sea.notes.append("one objective: no Pareto front (give --objective twice for one)")
+    return []
+
+
+def _page(store: Store, sections: Sequence[str]) -> str:
+    """The whole HTML page around its sections."""
+    experiments = html.escape(", ".join(store.experiments))
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>numsweep analysis: {html.escape(", ".join(store.experiments))}</title>
+<style>{_STYLE}</style></head>
+<body>
+<h1>numsweep analysis</h1>
+<p>results: {html.escape(str(store.root))} · experiments: {experiments} · written {stamp}</p>
+{chr(10).join(sections)}
+</body></html>
+"""
+
+
 def write_report(
     store: Store,
     out: str | Path,
@@ -235,49 +317,13 @@ def write_report(
     available = metric_names(store)
     abl_images = []
     if curve_trials.height:
-        arms = assign_arms(curve_trials)
-        learning = [
-            m
-            for m in ["train/loss", *(f"eval/{s}/ce" for s in splits(available))]
-            if m in available
-        ]
-        if learning:
-            curves, _ = metric_curves(store, arms, learning, level)
-            if curves:
-                figures.plot_curves(
-                    curves,
-                    learning,
-                    arms.order,
-                    fig_dir / "learning_curves.png",
-                    _curve_title("learning curves", arms, level),
-                    family=_loss_of(arms),
-                )
-                abl_images.append(("figures/learning_curves.png", "learning curves per arm"))
+        abl_images = _learning_curves(store, assign_arms(curve_trials), available, level, fig_dir)
     files.update(_write_tables(abl, tables_dir))
 
     ent = entropy(store, EntropySettings(statuses=statuses, level=level))
     ent_images = []
     if curve_trials.height:
-        arms = assign_arms(curve_trials)
-        for split in splits(available):
-            names = [f"eval/{split}/digit_entropy", f"eval/{split}/digit_acc"]
-            names = [n for n in names if n in available]
-            if not names:
-                continue
-            curves, _ = metric_curves(store, arms, names, level)
-            if curves:
-                path = fig_dir / f"entropy_{split}.png"
-                figures.plot_curves(
-                    curves,
-                    names,
-                    arms.order,
-                    path,
-                    _curve_title(
-                        f"digit entropy and accuracy over training, split {split}", arms, level
-                    ),
-                    family=_loss_of(arms),
-                )
-                ent_images.append((f"figures/{path.name}", f"entropy curves, split {split}"))
+        ent_images = _entropy_curves(store, assign_arms(curve_trials), available, level, fig_dir)
     files.update(_write_tables(ent, tables_dir))
 
     sca = scaling(store, params=params, value=value, n_boot=n_boot, level=level, **status_kw)
@@ -288,15 +334,7 @@ def write_report(
         files.update(_write_tables(sca, tables_dir))
 
     sea = search(store, objectives=objectives, value=value, **status_kw)
-    sea_images = []
-    pareto = sea.figure_data.get("pareto")
-    if pareto is not None:
-        figures.plot_pareto(
-            pareto["points"], pareto["front"], pareto["objectives"], fig_dir / "pareto.png"
-        )
-        sea_images.append(("figures/pareto.png", "Pareto front"))
-    elif not sea.tables or len(objectives) < 2:
-        sea.notes.append("one objective: no Pareto front (give --objective twice for one)")
+    sea_images = _search_figures(sea, objectives, fig_dir)
     files.update(_write_tables(sea, tables_dir))
 
     key_images = ent_images[:1] + sca_images[:1] + [i for i in sca_images if "ee_share" in i[0]]
@@ -307,18 +345,6 @@ def write_report(
         _section(sca, files, sca_images, key_images) if fitted else _too_few_sizes(sca, sizes),
         _section(sea, files, sea_images, key_images),
     ]
-    experiments = html.escape(", ".join(store.experiments))
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>numsweep analysis: {html.escape(", ".join(store.experiments))}</title>
-<style>{_STYLE}</style></head>
-<body>
-<h1>numsweep analysis</h1>
-<p>results: {html.escape(str(store.root))} · experiments: {experiments} · written {stamp}</p>
-{chr(10).join(sections)}
-</body></html>
-"""
     index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
+    index.write_text(_page(store, sections), encoding="utf-8")
     return index

@@ -152,34 +152,12 @@ def search(
     result.header.append(f"experiments: {', '.join(store.experiments)}")
     if trials.height == 0:
         return result
-    available = metric_names(store)
-    if objectives:
-        objs = [parse_objective(o, available) for o in objectives]
-        chosen_by = "given"
-    else:
-        found = default_objective(available)
-        if found is None:
-            result.notes.append(
-                "no gen/macc or eval/<split>/ce in the store to default to: "
-                "pass --objective METRIC[:max|min]"
-            )
-            return result
-        objs = [found]
-        chosen_by = "default; choose with --objective METRIC[:max|min], repeatable"
-    if len({o.metric for o in objs}) != len(objs):
-        raise ResultsError("--objective: each metric at most once")
-    latest, counts = read_latest(store, [o.metric for o in objs])
-    if counts.note():
-        result.notes.append(counts.note())
-    picked = select_values(latest, value)
-    frame = trials
-    for k, o in enumerate(objs):
-        col = picked.filter(pl.col("metric") == o.metric).select(
-            "experiment", "trial_id", pl.col("value").alias(f"_obj{k}")
-        )
-        frame = frame.join(col, on=["experiment", "trial_id"], how="left")
-    obj_cols = [f"_obj{k}" for k in range(len(objs))]
-    complete = frame.filter(pl.all_horizontal(pl.col(c).is_finite() for c in obj_cols))
+    chosen = _choose_objectives(objectives, metric_names(store), result)
+    if chosen is None:
+        return result
+    objs, chosen_by = chosen
+    frame = _with_objective_values(store, trials, objs, value, result)
+    complete = frame.filter(pl.all_horizontal(pl.col(c).is_finite() for c in _obj_cols(objs)))
     if complete.height < frame.height:
         result.notes.append(
             f"{frame.height - complete.height} trial(s) lack a finite value for every objective: "
@@ -194,128 +172,213 @@ def search(
     if complete.height == 0:
         result.notes.append("no trial has the objective value(s) yet: no search view")
         return result
-    params = [c for c in config_columns(trials) if c != "experiment" and complete[c].n_unique() > 1]
-    if complete["experiment"].n_unique() > 1:
-        params.insert(0, "experiment")
-    id_cols = ["experiment", "trial_id"] if complete["experiment"].n_unique() > 1 else ["trial_id"]
+    cols = _search_columns(trials, complete, objs)
+    if len(objs) == 1:
+        result.tables.append(_best_table(complete, cols, top))
+    else:
+        _add_pareto(result, complete, cols)
+    _add_importance(result, complete, cols)
+    return result
 
-    def row_cells(rec: dict) -> list[str]:
+
+def _choose_objectives(
+    objectives: Sequence[str], available: Sequence[str], result: Result
+) -> tuple[list[Objective], str] | None:
+    """The objectives given (parsed), else the default one, with how they were chosen; None (and
+    a note on `result`) when none is given and the store has none to default to."""
+    if objectives:
+        objs = [parse_objective(o, available) for o in objectives]
+        if len({o.metric for o in objs}) != len(objs):
+            raise ResultsError("--objective: each metric at most once")
+        return objs, "given"
+    found = default_objective(available)
+    if found is None:
+        result.notes.append(
+            "no gen/macc or eval/<split>/ce in the store to default to: "
+            "pass --objective METRIC[:max|min]"
+        )
+        return None
+    return [found], "default; choose with --objective METRIC[:max|min], repeatable"
+
+
+def _obj_cols(objs: Sequence[Objective]) -> list[str]:
+    """The frame's column of each objective's value, in order."""
+    return [f"_obj{k}" for k in range(len(objs))]
+
+
+def _with_objective_values(
+    store: Store, trials: pl.DataFrame, objs: Sequence[Objective], value: ValueSpec, result: Result
+) -> pl.DataFrame:
+    """`trials` with each objective's value per trial joined on (null where a trial has none)."""
+    latest, counts = read_latest(store, [o.metric for o in objs])
+    if counts.note():
+        result.notes.append(counts.note())
+    picked = select_values(latest, value)
+    frame = trials
+    for o, c in zip(objs, _obj_cols(objs), strict=True):
+        col = picked.filter(pl.col("metric") == o.metric).select(
+            "experiment", "trial_id", pl.col("value").alias(c)
+        )
+        frame = frame.join(col, on=["experiment", "trial_id"], how="left")
+    return frame
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """What the best and Pareto tables show per trial: its id, status, objective values and the
+    parameters that vary."""
+
+    objs: list[Objective]
+    id_cols: list[str]
+    params: list[str]
+
+    @property
+    def obj_cols(self) -> list[str]:
+        return _obj_cols(self.objs)
+
+    @property
+    def names(self) -> list[str]:
+        return [*self.id_cols, "status", *(o.label for o in self.objs), *self.params]
+
+    def cells(self, rec: dict) -> list[str]:
         return (
-            [str(rec[c]) for c in id_cols]
+            [str(rec[c]) for c in self.id_cols]
             + [rec["status"]]
-            + [fmt(rec[c]) for c in obj_cols]
-            + [DASH if rec[p] is None else format_value(rec[p]) for p in params]
+            + [fmt(rec[c]) for c in self.obj_cols]
+            + [DASH if rec[p] is None else format_value(rec[p]) for p in self.params]
         )
 
-    def records_of(df: pl.DataFrame) -> list[dict]:
+    def records(self, df: pl.DataFrame) -> list[dict]:
         return [
             {
-                **{c: r[c] for c in id_cols},
+                **{c: r[c] for c in self.id_cols},
                 "status": r["status"],
-                **{o.metric: r[c] for o, c in zip(objs, obj_cols, strict=True)},
-                **{p: plain_value(r[p]) for p in params},
+                **{o.metric: r[c] for o, c in zip(self.objs, self.obj_cols, strict=True)},
+                **{p: plain_value(r[p]) for p in self.params},
             }
             for r in df.iter_rows(named=True)
         ]
 
-    columns = [*id_cols, "status", *(o.label for o in objs), *params]
-    if len(objs) == 1:
-        ranked = complete.sort(obj_cols[0], descending=objs[0].direction == "max").head(top)
-        result.tables.append(
-            Table(
-                name="search_best",
-                title=f"best {ranked.height} of {complete.height} trials by {objs[0].label}",
-                columns=["rank", *columns],
-                rows=[
-                    [str(i + 1), *row_cells(r)] for i, r in enumerate(ranked.iter_rows(named=True))
-                ],
-                data=pl.DataFrame(records_of(ranked), infer_schema_length=None),
-            )
-        )
-    else:
-        points = complete.select(obj_cols).to_numpy()  # (n, k)
-        mask = pareto_mask(points, [o.direction for o in objs])
-        front = complete.filter(pl.Series(mask)).sort(
-            obj_cols[0], descending=objs[0].direction == "max"
-        )
-        result.tables.append(
-            Table(
-                name="search_pareto",
-                title=f"Pareto front: {front.height} of {complete.height} trials not dominated",
-                columns=columns,
-                rows=[row_cells(r) for r in front.iter_rows(named=True)],
-                data=pl.DataFrame(records_of(front), infer_schema_length=None),
-            )
-        )
-        result.figure_data["pareto"] = {
-            "objectives": [o.label for o in objs],
-            "points": points,
-            "front": mask,
-        }
 
-    # Importance: η² of each varying parameter, per objective.
-    if not params:
+def _search_columns(
+    trials: pl.DataFrame, complete: pl.DataFrame, objs: list[Objective]
+) -> _Columns:
+    """The parameters that vary across the complete trials (the experiment first when there are
+    several, which also joins the trial id)."""
+    params = [c for c in config_columns(trials) if c != "experiment" and complete[c].n_unique() > 1]
+    if complete["experiment"].n_unique() > 1:
+        params.insert(0, "experiment")
+    id_cols = ["experiment", "trial_id"] if complete["experiment"].n_unique() > 1 else ["trial_id"]
+    return _Columns(objs, id_cols, params)
+
+
+def _best_table(complete: pl.DataFrame, cols: _Columns, top: int) -> Table:
+    """One objective: the `top` trials by it."""
+    obj = cols.objs[0]
+    ranked = complete.sort(cols.obj_cols[0], descending=obj.direction == "max").head(top)
+    return Table(
+        name="search_best",
+        title=f"best {ranked.height} of {complete.height} trials by {obj.label}",
+        columns=["rank", *cols.names],
+        rows=[[str(i + 1), *cols.cells(r)] for i, r in enumerate(ranked.iter_rows(named=True))],
+        data=pl.DataFrame(cols.records(ranked), infer_schema_length=None),
+    )
+
+
+def _add_pareto(result: Result, complete: pl.DataFrame, cols: _Columns) -> None:
+    """Several objectives: the table of the trials no other beats on all, and the figure data."""
+    points = complete.select(cols.obj_cols).to_numpy()  # (n, k)
+    mask = pareto_mask(points, [o.direction for o in cols.objs])
+    front = complete.filter(pl.Series(mask)).sort(
+        cols.obj_cols[0], descending=cols.objs[0].direction == "max"
+    )
+    result.tables.append(
+        Table(
+            name="search_pareto",
+            title=f"Pareto front: {front.height} of {complete.height} trials not dominated",
+            columns=cols.names,
+            rows=[cols.cells(r) for r in front.iter_rows(named=True)],
+            data=pl.DataFrame(cols.records(front), infer_schema_length=None),
+        )
+    )
+    result.figure_data["pareto"] = {
+        "objectives": [o.label for o in cols.objs],
+        "points": points,
+        "front": mask,
+    }
+
+
+def _add_importance(result: Result, complete: pl.DataFrame, cols: _Columns) -> None:
+    """η² of each varying parameter, per objective: the table, or a note why there is none."""
+    if not cols.params:
         result.notes.append("no parameter varies across these trials: no importance table")
-    elif complete.height < MIN_TRIALS_FOR_IMPORTANCE:
+        return
+    if complete.height < MIN_TRIALS_FOR_IMPORTANCE:
         result.notes.append(
             f"fewer than {MIN_TRIALS_FOR_IMPORTANCE} trials with objective values: "
             "no importance table"
         )
-    else:
-        rows, records = [], []
-        n = complete.height
-        for o, c in zip(objs, obj_cols, strict=True):
-            y = complete[c].to_numpy()
-            scored = []
-            for p in params:
-                raw = complete[p].to_list()
-                labels, k = _levels(raw)
-                scored.append((p, eta_squared(y, labels), k, *rank_test(y, raw)))
-            scored.sort(key=lambda t: -1.0 if t[1] is None else t[1], reverse=True)
-            for p, eta, k, rho, p_value in scored:
-                chance = (k - 1) / (n - 1)
-                test = DASH if p_value is None else fmt_p(p_value)
-                rows.append([o.label, p, fmt(eta), str(k), fmt(chance), fmt(rho, 3), test])
-                records.append(
-                    {
-                        "objective": o.metric,
-                        "parameter": p,
-                        "eta_squared": eta,
-                        "levels": k,
-                        "chance": chance,
-                        "spearman_rho": rho,
-                        "p": p_value,
-                        "test": None
-                        if p_value is None
-                        else "spearman"
-                        if rho is not None
-                        else "kruskal",
-                        "trials": n,
-                    }
-                )
-        result.tables.append(
-            Table(
-                name="search_importance",
-                title="parameter importance: η² = share of the objective's variance explained "
-                "by the parameter alone",
-                columns=[
-                    "objective",
-                    "parameter",
-                    "η²",
-                    "levels",
-                    "chance (k−1)/(n−1)",
-                    "Spearman ρ",
-                    "p (ρ or Kruskal–Wallis)",
-                ],
-                rows=rows,
-                data=pl.DataFrame(records, infer_schema_length=None),
+        return
+    rows, records = _importance_rows(complete, cols)
+    result.tables.append(
+        Table(
+            name="search_importance",
+            title="parameter importance: η² = share of the objective's variance explained "
+            "by the parameter alone",
+            columns=[
+                "objective",
+                "parameter",
+                "η²",
+                "levels",
+                "chance (k−1)/(n−1)",
+                "Spearman ρ",
+                "p (ρ or Kruskal–Wallis)",
+            ],
+            rows=rows,
+            data=pl.DataFrame(records, infer_schema_length=None),
+        )
+    )
+    result.notes.append(
+        f"η² is one parameter at a time (correlated parameters are not separated); numeric "
+        f"parameters with more than {MAX_BINS} values are cut into {MAX_BINS} quantile bins; "
+        "with k levels over n trials a parameter without effect scores about (k−1)/(n−1); "
+        "p: Spearman's rank correlation for numeric parameters, Kruskal–Wallis across levels "
+        "for the others (trials without the parameter left out), uncorrected"
+    )
+
+
+def _importance_rows(complete: pl.DataFrame, cols: _Columns) -> tuple[list[list[str]], list[dict]]:
+    """The importance table's cells and records: per objective, the parameters by η², highest
+    first (undefined η² last)."""
+    rows, records = [], []
+    n = complete.height
+    for o, c in zip(cols.objs, cols.obj_cols, strict=True):
+        y = complete[c].to_numpy()
+        scored = []
+        for p in cols.params:
+            raw = complete[p].to_list()
+            labels, k = _levels(raw)
+            scored.append((p, eta_squared(y, labels), k, *rank_test(y, raw)))
+        scored.sort(key=lambda t: -1.0 if t[1] is None else t[1], reverse=True)
+        for p, eta, k, rho, p_value in scored:
+            chance = (k - 1) / (n - 1)
+            test = DASH if p_value is None else fmt_p(p_value)
+            rows.append([o.label, p, fmt(eta), str(k), fmt(chance), fmt(rho, 3), test])
+            records.append(
+                {
+                    "objective": o.metric,
+                    "parameter": p,
+                    "eta_squared": eta,
+                    "levels": k,
+                    "chance": chance,
+                    "spearman_rho": rho,
+                    "p": p_value,
+                    "test": None
+                    if p_value is None
+                    else "spearman"
+                    if rho is not None
+                    else "kruskal",
+                    "trials": n,
+                }
             )
-        )
-        result.notes.append(
-            f"η² is one parameter at a time (correlated parameters are not separated); numeric "
-            f"parameters with more than {MAX_BINS} values are cut into {MAX_BINS} quantile bins; "
-            "with k levels over n trials a parameter without effect scores about (k−1)/(n−1); "
-            "p: Spearman's rank correlation for numeric parameters, Kruskal–Wallis across levels "
-            "for the others (trials without the parameter left out), uncorrected"
-        )
-    return result
+    return rows, records
