@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from analysis.choices import AGGREGATES, ALTERNATIVES, CORRECTIONS, FAMILIES, LR_MODES
 from analysis.selection import VALUE_HELP
@@ -342,6 +342,90 @@ def _parse_or_exit(parse: Callable[[T], R], text: T) -> R:
 # trials form arms; `statuses`: the status filter as keyword arguments, empty for the default).
 
 
+def _paired(args: argparse.Namespace, arms: dict[str, list[str]]) -> dict[str, Any]:
+    """The paired commands' (ablation, power) arm options: arms, which, baseline, values."""
+    from analysis.selection import parse_values
+
+    values = _parse_or_exit(parse_values, args.value or ["final"])
+    return {**arms, "only": list(args.arms or []), "baseline": args.baseline, "values": values}
+
+
+def _run_ablation(
+    args: argparse.Namespace,
+    store: Store,
+    paired: dict[str, Any],
+    level: float,
+    statuses: dict[str, list[str]],
+) -> Result:
+    from analysis.ablation import AblationSettings, ablation_result
+    from analysis.paired_options import PairedOptions
+
+    if args.all and args.metrics:
+        raise ResultsError("--all and --metrics: give one of them")
+    settings = AblationSettings(
+        metrics=_split_list(args.metrics) or None,
+        all_metrics=args.all,
+        **paired,
+        level=level,
+        correction=args.correction,
+        family=args.family,
+        options=PairedOptions(
+            alternative=args.alternative,
+            equivalence=args.equivalence,
+            adjust_for=args.adjust_for,
+            plateau=args.plateau,
+            plateau_last=args.plateau_last,
+            min_slope=args.min_slope,
+        ),
+        **statuses,
+    )
+    return ablation_result(store, settings)
+
+
+def _run_power(
+    args: argparse.Namespace,
+    store: Store,
+    paired: dict[str, Any],
+    level: float,
+    statuses: dict[str, list[str]],
+) -> Result:
+    from analysis.power import PowerSettings, power
+
+    settings = PowerSettings(
+        delta=args.delta,
+        metrics=_split_list(args.metrics) or None,
+        **paired,
+        level=level,
+        alpha=args.alpha,
+        target_power=args.power,
+        one_sided=args.one_sided,
+        sesoi=args.sesoi,
+        **statuses,
+    )
+    return power(store, settings)
+
+
+def _run_entropy(
+    args: argparse.Namespace,
+    store: Store,
+    arms: dict[str, list[str]],
+    level: float,
+    statuses: dict[str, list[str]],
+) -> Result:
+    from analysis.entropy import EntropySettings, entropy
+
+    settings = EntropySettings(
+        **arms,
+        baseline=args.baseline,
+        split_names=_split_list(args.split) or None,
+        level=level,
+        correction=args.correction,
+        family=args.family,
+        **statuses,
+    )
+    return entropy(store, settings)
+
+
 def _run_plateau(
     args: argparse.Namespace,
     store: Store,
@@ -429,8 +513,6 @@ def _run_report(
 
 def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     """Parse `argv` and run the command: (result, rendered text, format). Raises ResultsError."""
-    from analysis.selection import parse_values
-
     args = build_parser().parse_args(argv)
     fmt_name = getattr(args, "format", "md")
     from analysis.seed_stats import check_level
@@ -442,63 +524,14 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     pool = _split_list(getattr(args, "pool", None))
     block = _split_list(getattr(args, "block", None))
     arms = {"by": by, "pool": pool, "block": block}  # how trials form arms: every arm command
-    if args.command in ("ablation", "power"):
-        paired = {**arms, "only": list(args.arms or []), "baseline": args.baseline}
-        paired["values"] = _parse_or_exit(parse_values, args.value or ["final"])
     if args.command == "ablation":
-        from analysis.ablation import AblationSettings, ablation_result
-        from analysis.paired_options import PairedOptions
-
-        if args.all and args.metrics:
-            raise ResultsError("--all and --metrics: give one of them")
-        settings = AblationSettings(
-            metrics=_split_list(args.metrics) or None,
-            all_metrics=args.all,
-            **paired,
-            level=level,
-            correction=args.correction,
-            family=args.family,
-            options=PairedOptions(
-                alternative=args.alternative,
-                equivalence=args.equivalence,
-                adjust_for=args.adjust_for,
-                plateau=args.plateau,
-                plateau_last=args.plateau_last,
-                min_slope=args.min_slope,
-            ),
-            **statuses,
-        )
-        result = ablation_result(store, settings)
+        result = _run_ablation(args, store, _paired(args, arms), level, statuses)
     elif args.command == "power":
-        from analysis.power import PowerSettings, power
-
-        settings = PowerSettings(
-            delta=args.delta,
-            metrics=_split_list(args.metrics) or None,
-            **paired,
-            level=level,
-            alpha=args.alpha,
-            target_power=args.power,
-            one_sided=args.one_sided,
-            sesoi=args.sesoi,
-            **statuses,
-        )
-        result = power(store, settings)
+        result = _run_power(args, store, _paired(args, arms), level, statuses)
     elif args.command == "plateau":
         result = _run_plateau(args, store, arms, level, statuses)
     elif args.command == "entropy":
-        from analysis.entropy import EntropySettings, entropy
-
-        settings = EntropySettings(
-            **arms,
-            baseline=args.baseline,
-            split_names=_split_list(args.split) or None,
-            level=level,
-            correction=args.correction,
-            family=args.family,
-            **statuses,
-        )
-        result = entropy(store, settings)
+        result = _run_entropy(args, store, arms, level, statuses)
     elif args.command == "scaling":
         result = _run_scaling(args, store, by, level, statuses)
     elif args.command == "search":
