@@ -357,7 +357,7 @@ def _run_ablation(
     level: float,
     statuses: dict[str, list[str]],
 ) -> Result:
-    from analysis.ablation import AblationSettings, ablation_result
+    from analysis.ablation import AblationSettings, ablation
     from analysis.paired_options import PairedOptions
 
     if args.all and args.metrics:
@@ -379,7 +379,7 @@ def _run_ablation(
         ),
         **statuses,
     )
-    return ablation_result(store, settings)
+    return ablation(store, settings)
 
 
 def _run_power(
