@@ -433,10 +433,9 @@ def _run_plateau(
     level: float,
     statuses: dict[str, list[str]],
 ) -> Result:
-    from analysis.plateau import plateau
+    from analysis.plateau import PlateauSettings, plateau
 
-    return plateau(
-        store,
+    settings = PlateauSettings(
         metrics=_split_list(args.metrics) or None,
         last=args.last,
         **arms,
@@ -444,6 +443,7 @@ def _run_plateau(
         min_slope=args.min_slope,
         **statuses,
     )
+    return plateau(store, settings)
 
 
 def _run_scaling(
