@@ -357,7 +357,7 @@ def _run_ablation(
     level: float,
     statuses: dict[str, list[str]],
 ) -> Result:
-    from analysis.ablation import AblationSettings, ablation_result
+    from analysis.ablation import AblationSettings, ablation
     from analysis.paired_options import PairedOptions
 
     if args.all and args.metrics:
@@ -379,7 +379,7 @@ def _run_ablation(
         ),
         **statuses,
     )
-    return ablation_result(store, settings)
+    return ablation(store, settings)
 
 
 def _run_power(
@@ -433,10 +433,9 @@ def _run_plateau(
     level: float,
     statuses: dict[str, list[str]],
 ) -> Result:
-    from analysis.plateau import plateau
+    from analysis.plateau import PlateauSettings, plateau
 
-    return plateau(
-        store,
+    settings = PlateauSettings(
         metrics=_split_list(args.metrics) or None,
         last=args.last,
         **arms,
@@ -444,6 +443,7 @@ def _run_plateau(
         min_slope=args.min_slope,
         **statuses,
     )
+    return plateau(store, settings)
 
 
 def _run_scaling(

@@ -7,9 +7,9 @@ the baseline loss (mle) on the seeds both ran, its p-values corrected for multip
 Metrics are laid out in panels, one table each (an evaluation split with the generation benchmark
 drawn from it, see analysis/headline.py); by default only the headline metrics are shown.
 
-The command's options are one frozen AblationSettings (checked when made); `ablation_result` runs
-the steps in order (metrics, arms, columns, seed values, rows, paired tests, per-panel tables,
-the optional tests' notes), and `ablation` is the same with the settings as keywords."""
+The command's options are one frozen AblationSettings (checked when made); `ablation(store,
+settings)` runs the steps in order (metrics, arms, columns, seed values, rows, paired tests,
+per-panel tables, the optional tests' notes)."""
 
 from __future__ import annotations
 
@@ -222,47 +222,11 @@ class AblationSettings:
         }
 
 
-def ablation(
-    store: Store,
-    *,
-    metrics: Sequence[str] | None = None,
-    all_metrics: bool = False,
-    values: Sequence[ValueSpec] = (FINAL,),
-    by: Sequence[str] = ("loss",),
-    pool: Sequence[str] = (),
-    block: Sequence[str] = (),
-    only: Sequence[str] = (),
-    baseline: str = "mle",
-    statuses: Sequence[str] = DEFAULT_STATUSES,
-    level: float = 0.95,
-    correction: Correction = "holm",
-    family: str = "table",
-    options: PairedOptions | None = None,
-) -> Result:
-    """Build the ablation result: per panel a table of mean ± CI over seeds and, with several
-    seeds, a table of paired tests against the baseline with corrected p-values; `options` adds
-    one-sided tests, TOST, the covariate-adjusted difference and the plateau check. The keywords
-    are AblationSettings' fields (see there); `ablation_result` takes the settings object."""
-    settings = AblationSettings(
-        metrics=None if metrics is None else tuple(metrics),
-        all_metrics=all_metrics,
-        values=tuple(values),
-        by=tuple(by),
-        pool=tuple(pool),
-        block=tuple(block),
-        only=tuple(only),
-        baseline=baseline,
-        statuses=tuple(statuses),
-        level=level,
-        correction=correction,
-        family=family,
-        options=options or PairedOptions(),
-    )
-    return ablation_result(store, settings)
-
-
-def ablation_result(store: Store, settings: AblationSettings) -> Result:
-    """The ablation result of `store` under `settings` (see `ablation`)."""
+def ablation(store: Store, settings: AblationSettings) -> Result:
+    """Build the ablation result of `store` under `settings`: per panel a table of mean ± CI over
+    seeds and, with several seeds, a table of paired tests against the baseline with corrected
+    p-values; `settings.options` adds one-sided tests, TOST, the covariate-adjusted difference
+    and the plateau check."""
     s = settings
     trials, notes = current_trials(store, s.statuses)
     result = Result("ablation", "Ablation", notes=[*store.notes, *notes])

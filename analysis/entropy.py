@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.ablation import ablation
+from analysis.ablation import AblationSettings, ablation
 from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms, assign_arms
 from analysis.metric_registry import splits
@@ -141,16 +141,18 @@ def _add_final_values(
     s = settings
     summary = ablation(
         store,
-        metrics=chosen,
-        values=[FINAL],
-        by=s.by,
-        pool=s.pool,
-        block=s.block,
-        baseline=s.baseline,
-        statuses=s.statuses or DEFAULT_STATUSES,
-        level=s.level,
-        correction=s.correction,  # type: ignore[arg-type]
-        family=s.family,
+        AblationSettings(
+            metrics=tuple(chosen),
+            values=(FINAL,),
+            by=s.by,
+            pool=s.pool,
+            block=s.block,
+            baseline=s.baseline,
+            statuses=s.statuses or DEFAULT_STATUSES,
+            level=s.level,
+            correction=s.correction,  # type: ignore[arg-type]
+            family=s.family,
+        ),
     )
     for t in summary.tables:
         t.name = t.name.replace("ablation_", "entropy_final_", 1)

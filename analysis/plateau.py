@@ -13,8 +13,9 @@ loss), is above `min_slope`. An interval entirely on the worsening side is "decl
 "plateau" (the data cannot tell the slope from `min_slope`). Metrics without a better direction
 are "still changing" when the interval excludes ±`min_slope` on either side.
 
-Used by `python -m analysis plateau`, by `ablation --plateau` (a † on the arm and a table) and at
-the end of `numsweep sweep` on a grid (a warning line).
+Used by `python -m analysis plateau` (its options one frozen PlateauSettings, checked when made),
+by `ablation --plateau` (a † on the arm and a table) and at the end of `numsweep sweep` on a grid
+(a warning line).
 """
 
 from __future__ import annotations
@@ -198,36 +199,67 @@ def _per_seed(store: Store, arms: Arms, metrics: Sequence[str]) -> pl.DataFrame:
     return per_seed
 
 
-def plateau(
-    store: Store,
-    *,
-    metrics: Sequence[str] | None = None,
-    last: int = 3,
-    by: Sequence[str] = ("loss",),
-    pool: Sequence[str] = (),
-    block: Sequence[str] = (),
-    statuses: Sequence[str] = DEFAULT_STATUSES,
-    level: float = 0.95,
-    min_slope: float = 0.0,
-) -> Result:
+@dataclass(frozen=True)
+class PlateauSettings:
+    """Options of the plateau command (`python -m analysis plateau --help` names each flag),
+    checked when made, in the order the command always checked them."""
+
+    metrics: tuple[str, ...] | None = None
+    """Metric names or globs to check (--metric); None: the primary metric (the first headline
+    eval/ metric with a better direction)."""
+    last: int = 3
+    """Evaluations per seed the slope is fitted over (--last), at least 2."""
+    by: tuple[str, ...] = ("loss",)
+    """Configuration columns that key the arms (--by)."""
+    pool: tuple[str, ...] = ()
+    """Columns pooled inside an arm (--pool)."""
+    block: tuple[str, ...] = ()
+    """Columns whose values, with the seed, make an arm's units (--block)."""
+    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    """Trial statuses read (--status)."""
+    level: float = 0.95
+    """Confidence level of the slope intervals (--level)."""
+    min_slope: float = 0.0
+    """Slope per 1000 steps an interval must lie above, in the improving direction, for
+    "still learning" (--min-slope), at least 0."""
+
+    def __post_init__(self) -> None:
+        # Lists from callers become tuples: the settings are hashable and cannot change.
+        for name in ("metrics", "by", "pool", "block", "statuses"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, tuple):
+                object.__setattr__(self, name, tuple(v))
+        check_level(self.level)
+        if self.last < 2:
+            raise ResultsError(f"--last must be >= 2, got {self.last}")
+        if not math.isfinite(self.min_slope) or self.min_slope < 0:
+            raise ResultsError(f"--min-slope must be >= 0, got {self.min_slope}")
+
+    def as_json(self) -> dict[str, Any]:
+        """The settings a plateau result's JSON reports."""
+        return {"level": self.level, "last": self.last, "min_slope": self.min_slope}
+
+
+def plateau(store: Store, settings: PlateauSettings) -> Result:
     """`python -m analysis plateau`: the slope table of every arm for each chosen metric."""
-    check_level(level)
-    if last < 2:
-        raise ResultsError(f"--last must be >= 2, got {last}")
-    if not math.isfinite(min_slope) or min_slope < 0:
-        raise ResultsError(f"--min-slope must be >= 0, got {min_slope}")
-    trials, notes = current_trials(store, statuses)
+    # The three numbers every table and slope uses, by name.
+    last, level, min_slope = settings.last, settings.level, settings.min_slope
+    trials, notes = current_trials(store, settings.statuses)
     result = Result("plateau", "Plateau check", notes=[*store.notes, *notes])
     result.header.append(f"experiments: {', '.join(store.experiments)}")
-    result.settings = {"level": level, "last": last, "min_slope": min_slope}
+    result.settings = settings.as_json()
     if trials.height == 0:
         return result
     available = metric_names(store)
-    chosen = resolve(metrics, available) if metrics else [default_metric(available)]
+    chosen = (
+        resolve(settings.metrics, available) if settings.metrics else [default_metric(available)]
+    )
     if chosen == [None]:
         result.notes.append("no eval/ metric with a better direction: give --metric")
         return result
-    arms = assign_arms(trials, by, pool=pool, block=block, baseline="mle")
+    arms = assign_arms(
+        trials, settings.by, pool=settings.pool, block=settings.block, baseline="mle"
+    )
     result.notes += arms.notes
     per_seed = _per_seed(store, arms, chosen)
     slopes = [s for m in chosen for s in arm_slopes(per_seed, m, last, level, min_slope)]
@@ -299,7 +331,7 @@ def still_learning_warning(root: str, experiment: str, last: int = 3) -> list[st
 
     try:
         store = open_store(root, [experiment])
-        res = plateau(store, last=last)
+        res = plateau(store, PlateauSettings(last=last))
     except ResultsError:
         return []
     tables = [t for t in res.tables if t.name == "plateau"]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis import figures
-from analysis.ablation import ablation
+from analysis.ablation import AblationSettings, ablation
 from analysis.arms import Arms, assign_arms
 from analysis.curves import metric_curves
 from analysis.entropy import EntropySettings, entropy
@@ -311,8 +311,8 @@ def write_report(
     files: dict[str, list[str]] = {}
 
     # Ablation, with learning curves per arm (running trials included: their steps so far).
-    options = PairedOptions(plateau="") if plateau else None
-    abl = ablation(store, level=level, options=options, **status_kw)
+    options = PairedOptions(plateau="") if plateau else PairedOptions()
+    abl = ablation(store, AblationSettings(level=level, options=options, **status_kw))
     curve_trials, _ = current_trials(store, statuses or CURVE_STATUSES)
     available = metric_names(store)
     abl_images = []

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from analysis.ablation import ablation
+from analysis.ablation import AblationSettings, ablation
 from analysis.entropy import entropy
 from analysis.results import trial_row
 from analysis.scaling import scaling
@@ -32,7 +32,7 @@ from tests.analysis_fixtures import at, holm_by_definition
 
 
 def test_golden_ablation_table(golden: Path) -> None:
-    result = ablation(open_store(golden), values=[FINAL, BEST])
+    result = ablation(open_store(golden), AblationSettings(values=[FINAL, BEST]))
     # The headline metrics, in two panels: split test, and generation (gen/macc alone).
     assert [t.name for t in result.tables] == ["ablation_test", "ablation_generation"]
     test_table, gen_table = result.tables
@@ -82,7 +82,7 @@ def test_golden_ablation_table(golden: Path) -> None:
     assert final["ci_low"] == pytest.approx(1.025 - T1 * 0.025)
     assert best["mean"] == pytest.approx(0.85) and best["best"] is True
     # The default value is the final one only.
-    assert ablation(open_store(golden)).tables[0].columns == [
+    assert ablation(open_store(golden), AblationSettings()).tables[0].columns == [
         "arm",
         "seeds",
         "digit_acc",
@@ -93,7 +93,8 @@ def test_golden_ablation_table(golden: Path) -> None:
 
 def test_ablation_value_at_a_step_and_metric_choice(golden: Path) -> None:
     result = ablation(
-        open_store(golden), metrics=["eval/test/digit_*"], values=[ValueSpec("step", 100)]
+        open_store(golden),
+        AblationSettings(metrics=["eval/test/digit_*"], values=[ValueSpec("step", 100)]),
     )
     rows = md_rows(table_markdown(result.tables[0]))
     assert result.tables[0].columns == ["arm", "seeds", "digit_acc", "digit_entropy"]
@@ -109,11 +110,11 @@ def test_partial_results_of_a_running_sweep(tmp_path: Path) -> None:
     running = sum(s == "RUNNING" for s in truth.statuses.values())
     assert 0 < running < truth.n_trials
     store = open_store(tmp_path)
-    default = ablation(store)
+    default = ablation(store, AblationSettings())
     assert any(f"left out {running} RUNNING trial(s)" in n for n in default.notes)
     seeds = sum(int(r[1]) for r in default.tables[0].rows)
     assert seeds == truth.n_trials - running
-    live = ablation(store, statuses=["TERMINATED", "RUNNING"])
+    live = ablation(store, AblationSettings(statuses=["TERMINATED", "RUNNING"]))
     assert sum(int(r[1]) for r in live.tables[0].rows) == truth.n_trials
     assert any("still RUNNING" in n for n in live.notes)
     # Curves take running trials by default: the seed count falls where they stopped.
@@ -125,14 +126,14 @@ def test_partial_results_of_a_running_sweep(tmp_path: Path) -> None:
 
 def test_one_seed_and_missing_metrics_are_explained(tmp_path: Path) -> None:
     generate_store(tmp_path / "one", seeds=(0,), sizes={"s": 1_000_000}, benchmarks=())
-    result = ablation(open_store(tmp_path / "one"))
+    result = ablation(open_store(tmp_path / "one"), AblationSettings())
     text = render(result, "md")
     assert "±" not in table_markdown(result.tables[0])
     assert "- one seed: no interval for mle, del, ntl_mse\n" in text
     assert [t.name for t in result.tables] == ["ablation_test", "ablation_extra"]  # no tests
     # A store whose trials have only training metrics: no held-out table, and why.
     generate_store(tmp_path / "train", seeds=(0,), sizes={"s": 1_000_000}, splits=(), benchmarks=())
-    bare = ablation(open_store(tmp_path / "train"))
+    bare = ablation(open_store(tmp_path / "train"), AblationSettings())
     assert bare.tables == []
     assert any(n.startswith("no held-out metrics") for n in bare.notes)
     assert scaling(open_store(tmp_path / "train")).tables == []
@@ -141,16 +142,18 @@ def test_one_seed_and_missing_metrics_are_explained(tmp_path: Path) -> None:
 
 def test_rows_split_by_a_varying_config_column(tmp_path: Path) -> None:
     generate_store(tmp_path, losses=("mle", "del"), lrs=(1e-3, 3e-4), sizes={"s": 1_000_000})
-    result = ablation(open_store(tmp_path), metrics=["gen/macc"], values=[FINAL])
+    result = ablation(open_store(tmp_path), AblationSettings(metrics=["gen/macc"], values=[FINAL]))
     arms = [r[0] for r in result.tables[0].rows]
     assert arms == ["mle (lr=0.0003)", "mle (lr=0.001)", "del (lr=0.0003)", "del (lr=0.001)"]
     assert any(n.startswith("rows are split by lr as well") for n in result.notes)
     # Each del arm is tested against the mle arm with the same learning rate.
     assert [r[1] for r in result.tables[1].rows] == ["mle (lr=0.0003)", "mle (lr=0.001)"]
-    by_lr = ablation(open_store(tmp_path), metrics=["gen/macc"], values=[FINAL], by=["lr"])
+    by_lr = ablation(
+        open_store(tmp_path), AblationSettings(metrics=["gen/macc"], values=[FINAL], by=["lr"])
+    )
     assert [r[0] for r in by_lr.tables[0].rows][:2] == ["mle (lr=0.0003)", "mle (lr=0.001)"]
     with pytest.raises(ResultsError, match=r"unknown column 'lrr' for --by; available: .*lr"):
-        ablation(open_store(tmp_path), by=["lrr"])
+        ablation(open_store(tmp_path), AblationSettings(by=["lrr"]))
 
 
 def test_rows_split_by_experiment_when_several_are_read(tmp_path: Path) -> None:
@@ -158,7 +161,7 @@ def test_rows_split_by_experiment_when_several_are_read(tmp_path: Path) -> None:
     # selected twice and fail with polars' DuplicateError).
     for name in ("zero2", "zero3"):
         generate_store(tmp_path, experiment=name, losses=("mle", "del"), sizes={"s": 1_000_000})
-    result = ablation(open_store(tmp_path), metrics=["gen/macc"], values=[FINAL])
+    result = ablation(open_store(tmp_path), AblationSettings(metrics=["gen/macc"], values=[FINAL]))
     arms = [r[0] for r in result.tables[0].rows]
     assert arms == [
         "mle (experiment=zero2)",
@@ -198,7 +201,7 @@ def test_log_confidence_is_never_marked_best(tmp_path: Path) -> None:
             "ntl_mse": {0: {lc: 0.10}, 1: {lc: 0.11}},
         },
     )
-    result = ablation(open_store(store), metrics=[lc], values=[FINAL, BEST])
+    result = ablation(open_store(store), AblationSettings(metrics=[lc], values=[FINAL, BEST]))
     table = result.tables[0]
     assert table.columns == ["arm", "seeds", "log_confidence (final)"]  # and no best column
     assert table.marked == set()
@@ -217,7 +220,7 @@ def test_near_equal_paired_differences_get_no_test(tmp_path: Path) -> None:
             "del": {0: {acc: 0.35}, 1: {acc: 0.47}, 2: {acc: 0.52}},
         },
     )
-    result = ablation(open_store(store), metrics=[acc])
+    result = ablation(open_store(store), AblationSettings(metrics=[acc]))
     record = result.tables[0].data.filter(pl.col("arm") == "del").row(0, named=True)
     assert record["p"] is None and record["mean_diff"] == pytest.approx(0.02)
     assert record["no_test_reason"] == "all differences equal: no test"
@@ -229,7 +232,7 @@ def test_headline_panels_are_compact_and_all_shows_everything(tmp_path: Path) ->
     # The old default was every metric × final/best in one table (31 columns on the demo's store).
     generate_store(tmp_path, seeds=(0, 1), sizes={"s": 1_000_000})
     store = open_store(tmp_path)
-    result = ablation(store)
+    result = ablation(store, AblationSettings())
     names = [t.name for t in result.tables if not t.name.endswith("_vs_baseline")]
     assert names == ["ablation_test", "ablation_extra", "ablation_generation"]
     by_name = {t.name: t for t in result.tables}
@@ -262,7 +265,7 @@ def test_headline_panels_are_compact_and_all_shows_everything(tmp_path: Path) ->
     assert set(by_name["ablation_extra"].data["metric"]) >= {"gen/mathgen_extra/exact_match"}
     assert all(len(t.columns) <= 8 for t in result.tables)
     assert "split test (interpolation)" in by_name["ablation_test"].title
-    everything = ablation(store, all_metrics=True)
+    everything = ablation(store, AblationSettings(all_metrics=True))
     shown = {m for t in everything.tables if t.data is not None for m in t.data["metric"]}
     assert {"eval/test/self_alignment", "eval/extra/digit_acc_int", "gen/gsm8k/rel_error"} <= shown
     assert not any(m.startswith(("train/", "model/", "perf/")) for m in shown)
@@ -284,19 +287,19 @@ def test_holm_correction_covers_the_stated_family(tmp_path: Path) -> None:
             if r["p"] is not None
         }
 
-    per_table = tests_of(ablation(store, metrics=metrics, family="table"))
+    per_table = tests_of(ablation(store, AblationSettings(metrics=metrics, family="table")))
     assert len(per_table) == 6  # 2 arms × 3 metrics
     for panel in ("eval/test/", "eval/extra/"):
         keys = [k for k in per_table if k[1].startswith(panel)]
         raw = [per_table[k][0] for k in keys]
         assert [per_table[k][1] for k in keys] == pytest.approx(holm_by_definition(raw), rel=1e-12)
-    per_metric = tests_of(ablation(store, metrics=metrics, family="metric"))
+    per_metric = tests_of(ablation(store, AblationSettings(metrics=metrics, family="metric")))
     for metric in metrics:
         keys = [k for k in per_metric if k[1] == metric]
         assert len(keys) == 2
         raw = [per_metric[k][0] for k in keys]
         assert [per_metric[k][1] for k in keys] == pytest.approx(holm_by_definition(raw), rel=1e-12)
-    result = ablation(store, metrics=metrics, family="all")
+    result = ablation(store, AblationSettings(metrics=metrics, family="all"))
     every = tests_of(result)
     raw = [v[0] for v in every.values()]
     assert [v[1] for v in every.values()] == pytest.approx(holm_by_definition(raw), rel=1e-12)
@@ -305,7 +308,7 @@ def test_holm_correction_covers_the_stated_family(tmp_path: Path) -> None:
     doc = json.loads(render(result, "json"))
     assert doc["settings"]["correction"] == "holm" and doc["settings"]["family"] == "all"
     assert any(n.startswith("paired tests:") for n in doc["notes"])
-    none = tests_of(ablation(store, metrics=metrics, correction="none"))
+    none = tests_of(ablation(store, AblationSettings(metrics=metrics, correction="none")))
     assert all(p == adj for p, adj in none.values())
 
 
@@ -334,9 +337,9 @@ def test_baseline_may_be_one_arm_of_a_loss(tmp_path: Path) -> None:
     write_trial_states(tmp_path, "variants", states)
     result = ablation(
         open_store(tmp_path),
-        metrics=["eval/test/digit_acc"],
-        values=[FINAL],
-        baseline="del (distance=False)",
+        AblationSettings(
+            metrics=["eval/test/digit_acc"], values=[FINAL], baseline="del (distance=False)"
+        ),
     )
     paired = result.tables[1]
     assert {r[0]: r[1] for r in paired.rows} == {
@@ -349,17 +352,19 @@ def test_baseline_may_be_one_arm_of_a_loss(tmp_path: Path) -> None:
     # One pre-chosen comparison as a family of its own: only that arm and its baseline.
     alone = ablation(
         open_store(tmp_path),
-        metrics=["eval/test/digit_acc"],
-        values=[FINAL],
-        baseline="del (distance=False)",
-        only=["del (distance=True)"],
-        family="all",
+        AblationSettings(
+            metrics=["eval/test/digit_acc"],
+            values=[FINAL],
+            baseline="del (distance=False)",
+            only=["del (distance=True)"],
+            family="all",
+        ),
     )
     assert [r[0] for r in alone.tables[0].rows] == ["del (distance=False)", "del (distance=True)"]
     assert [r[0] for r in alone.tables[1].rows] == ["del (distance=True)"]
     assert any("(1 tests per family" in n for n in alone.notes)
     with pytest.raises(ResultsError, match="unknown arm 'del' for --arms"):
-        ablation(open_store(tmp_path), only=["del"])
+        ablation(open_store(tmp_path), AblationSettings(only=["del"]))
 
 
 def test_pool_joins_experiments_of_one_study(tmp_path: Path) -> None:
@@ -381,11 +386,14 @@ def test_pool_joins_experiments_of_one_study(tmp_path: Path) -> None:
             states.append(trial_row(trial, "TERMINATED", config, ts=at(seed)))
         write_metric_rows(tmp_path, experiment, rows)
         write_trial_states(tmp_path, experiment, states)
-    split = ablation(open_store(tmp_path), metrics=["eval/test/digit_acc"], values=[FINAL])
+    split = ablation(
+        open_store(tmp_path), AblationSettings(metrics=["eval/test/digit_acc"], values=[FINAL])
+    )
     # without pooling the confirmation arm has no mle of its own experiment to pair with
     assert "del (experiment=confirm, alpha=0.1)" in [r[0] for r in split.tables[0].rows]
     pooled = ablation(
-        open_store(tmp_path), metrics=["eval/test/digit_acc"], values=[FINAL], pool=["experiment"]
+        open_store(tmp_path),
+        AblationSettings(metrics=["eval/test/digit_acc"], values=[FINAL], pool=["experiment"]),
     )
     assert [r[0] for r in pooled.tables[0].rows] == ["mle", "del (alpha=0.01)", "del (alpha=0.1)"]
     paired = {r[0]: (r[1], r[2]) for r in pooled.tables[1].rows}
@@ -400,9 +408,12 @@ def test_pool_joins_experiments_of_one_study(tmp_path: Path) -> None:
         [trial_row("dup_s0", "TERMINATED", trial_config(loss="mle", seed=0), ts=at(9))],
     )
     with pytest.raises(ResultsError, match="arm 'mle' holds several trials of seed 0"):
-        ablation(open_store(tmp_path), metrics=["eval/test/digit_acc"], pool=["experiment"])
+        ablation(
+            open_store(tmp_path),
+            AblationSettings(metrics=["eval/test/digit_acc"], pool=["experiment"]),
+        )
     with pytest.raises(ResultsError, match="unknown column 'experimentt' for --pool"):
-        ablation(open_store(tmp_path), pool=["experimentt"])
+        ablation(open_store(tmp_path), AblationSettings(pool=["experimentt"]))
 
 
 def test_block_pairs_units_across_model_sizes(tmp_path: Path) -> None:
@@ -412,7 +423,8 @@ def test_block_pairs_units_across_model_sizes(tmp_path: Path) -> None:
         tmp_path, losses=("mle", "del"), seeds=(0, 1), sizes={"tiny": 50_000, "s": 2_000_000}
     )
     result = ablation(
-        open_store(tmp_path), metrics=["eval/test/ce"], values=[FINAL], block=["model"]
+        open_store(tmp_path),
+        AblationSettings(metrics=["eval/test/ce"], values=[FINAL], block=["model"]),
     )
     assert [r[0] for r in result.tables[0].rows] == ["mle", "del"]
     assert [r[1] for r in result.tables[0].rows] == ["4", "4"]

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from analysis.__main__ import main
-from analysis.ablation import ablation
+from analysis.ablation import AblationSettings, ablation
 from analysis.selection import ValueSpec, parse_value, parse_values, select_values
 from analysis.store import open_store, read_latest
 from tests.analysis.curve_fixtures import ACC, CE, ENT, write_curve_store
@@ -121,7 +121,9 @@ def test_ablation_counts_censored_trials(tmp_path: Path) -> None:
         return {ACC: acc}
 
     s = write_curve_store(tmp_path / "r", curves=curves)
-    result = ablation(open_store(s.root), metrics=[ACC], values=[parse_value("steps_to:0.5")])
+    result = ablation(
+        open_store(s.root), AblationSettings(metrics=[ACC], values=[parse_value("steps_to:0.5")])
+    )
     rec = {r["arm"]: r for r in result.tables[0].data.to_dicts()}
     assert rec["mle"]["n"] == 3 and rec["del"]["n"] == 5
     # fewer steps is better: the smaller mean is marked best
@@ -138,7 +140,9 @@ def test_ablation_counts_censored_trials(tmp_path: Path) -> None:
 def test_ablation_notes_trials_with_too_few_evaluations(store) -> None:
     # Every trial has 5 evaluations: last:6 has no value for any (the note was once built for
     # every summary kind at once and failed on steps_to's missing target).
-    result = ablation(open_store(store.root), metrics=[ACC], values=[parse_value("last:6")])
+    result = ablation(
+        open_store(store.root), AblationSettings(metrics=[ACC], values=[parse_value("last:6")])
+    )
     note = next(n for n in result.notes if n.startswith("last 6"))
     assert "10 trial value(s) missing, fewer than 6 evaluations" in note
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import optimize, stats
 
-from analysis.ablation import ablation
+from analysis.ablation import AblationSettings, ablation
 from analysis.scaling import scaling
 from analysis.store import open_store
 from bench.synthetic_store import generate_store
@@ -73,7 +73,7 @@ def assert_mean_ci(row: pd.Series, values: np.ndarray) -> None:
 
 def test_ablation_matches_pandas_and_scipy(store: Path) -> None:
     metrics = ["eval/test/digit_acc", "eval/test/ce"]
-    result = ablation(open_store(store), metrics=metrics)
+    result = ablation(open_store(store), AblationSettings(metrics=metrics))
     records = result.tables[0].data.to_pandas()
     final = pandas_finals(store)
     final = final[final["metric"].isin(metrics)]
@@ -132,7 +132,9 @@ def test_ablation_matches_pandas_and_scipy(store: Path) -> None:
             assert cell.endswith(")") if n == seeds else cell.endswith(f"n={n}"), (row, n)
     # One test in its family (one arm, one metric): Holm leaves p as it is.
     arm, metric = next(k for k, (n, _, _) in pairs.items() if n == 4)
-    alone = ablation(open_store(store), metrics=[metric], only=[arm], family="all")
+    alone = ablation(
+        open_store(store), AblationSettings(metrics=[metric], only=[arm], family="all")
+    )
     record = next(r for r in alone.tables[0].data.iter_rows(named=True) if r["arm"] == arm)
     assert record["p"] == pytest.approx(pairs[(arm, metric)][2], rel=REL)
     assert record["p_adjusted"] == pytest.approx(record["p"], rel=1e-12)
