@@ -337,8 +337,7 @@ def _parse_or_exit(parse: Callable[[T], R], text: T) -> R:
         raise ResultsError(str(err)) from err
 
 
-# One function per command besides ablation, power and entropy (still inline in `run`): the
-# command's call from its parsed options and what `run` prepared for every command (`arms`: how
+# One function per command: the command's settings and call from its parsed options and what `run` prepared for every command (`arms`: how
 # trials form arms; `statuses`: the status filter as keyword arguments, empty for the default).
 
 
