@@ -337,8 +337,9 @@ def _parse_or_exit(parse: Callable[[T], R], text: T) -> R:
         raise ResultsError(str(err)) from err
 
 
-# One function per command: the command's settings and call from its parsed options and what `run` prepared for every command (`arms`: how
-# trials form arms; `statuses`: the status filter as keyword arguments, empty for the default).
+# One function per command: its settings and call from the parsed options and what `run`
+# prepared for every command (`arms`: how trials form arms; `statuses`: the status filter as
+# keyword arguments, empty for the default).
 
 
 def _paired(args: argparse.Namespace, arms: dict[str, list[str]]) -> dict[str, Any]:
