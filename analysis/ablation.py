@@ -14,7 +14,7 @@ per-panel tables, the optional tests' notes)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +52,19 @@ from analysis.store import (
     read_latest,
     trial_summary,
 )
-from analysis.table import DASH, Result, Table, fmt, fmt_ci, fmt_p, fmt_pm, fmt_pvalue, fmt_signed
+from analysis.table import (
+    DASH,
+    Record,
+    Result,
+    Table,
+    fmt,
+    fmt_ci,
+    fmt_p,
+    fmt_pm,
+    fmt_pvalue,
+    fmt_signed,
+    pivot_rows,
+)
 
 
 def _tost_fields(tost: Tost | None, opts: PairedOptions) -> dict[str, object]:
@@ -69,14 +81,16 @@ def _tost_fields(tost: Tost | None, opts: PairedOptions) -> dict[str, object]:
     }
 
 
-def _tost_text(tost: Tost | None) -> str:
-    if tost is None:
+def _tost_text(record: Record, reason: str | None) -> str:
+    """The TOST part of a paired-test cell from its record's TOST fields (none without
+    --equivalence); `reason`: why the TOST is undefined, which the record does not hold."""
+    if "tost_p" not in record:
         return ""
-    if tost.p is None:
-        return f"; TOST {DASH} ({tost.reason})"
-    ci = fmt_ci(*tost.ci) if tost.ci else DASH
-    verdict = "equivalent" if tost.equivalent else "not equivalent"
-    return f"; TOST {fmt_p(tost.p)} {ci}: {verdict}"
+    if record["tost_p"] is None:
+        return f"; TOST {DASH} ({reason})"
+    ci = fmt_ci(record["tost_ci_low"], record["tost_ci_high"])
+    verdict = "equivalent" if record["equivalent"] else "not equivalent"
+    return f"; TOST {fmt_p(record['tost_p'])} {ci}: {verdict}"
 
 
 CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini–Hochberg", "none": "no correction"}
@@ -508,9 +522,11 @@ def _labels(columns: list[Column], n_values: int) -> tuple[list[str], list[str]]
 def _panel_tables(
     panel: str, columns: list[Column], rows_in_use: list[str], t: _Tested
 ) -> list[Table]:
-    """The mean ± CI table of one panel and, when it has any test, its paired-test table."""
+    """The mean ± CI table of one panel and, when it has any test, its paired-test table: both
+    laid out from the panel's records (one per cell with a value, its test included)."""
     metrics, labels = _labels(columns, len(t.settings.values))
-    rows, marked = _mean_rows(columns, rows_in_use, t)
+    records = _records(panel, columns, rows_in_use, t)
+    rows, marked = _mean_rows(records, columns, rows_in_use, t)
     name = f"ablation_{panel}"
     out = [
         Table(
@@ -520,14 +536,12 @@ def _panel_tables(
             columns=["arm", "seeds", *labels],
             rows=rows,
             marked=marked,
-            data=pl.DataFrame(
-                _records(panel, columns, rows_in_use, t, marked), infer_schema_length=None
-            ),
+            data=pl.DataFrame(records, infer_schema_length=None),
         )
     ]
     if any(k in t.adjusted for k in ((a, m, s) for a in t.base_of for m, s in columns)):
         baseline, alpha = t.settings.baseline, t.alpha
-        sig_rows, sig_marked = _test_rows(columns, rows_in_use, t)
+        sig_rows, sig_marked = _test_rows(records, columns, rows_in_use, t)
         out.append(
             Table(
                 name=f"{name}_vs_baseline",
@@ -543,41 +557,22 @@ def _panel_tables(
     return out
 
 
-def _mean_rows(
-    columns: list[Column], rows_in_use: list[str], t: _Tested
-) -> tuple[list[list[str]], set[tuple[int, int]]]:
-    """The mean ± CI rows of one panel and the (row, column) cells marked best."""
-    rows = []
-    for arm in rows_in_use:
-        row = [arm, str(t.arm_seeds.get(arm, 0))]
-        for metric, spec in columns:
-            ci = t.stats.get((arm, metric, spec))
-            if ci is None:
-                row.append(DASH)
-                continue
-            text = fmt_pm(ci.mean, ci.half_width)
-            if ci.n < t.arm_seeds.get(arm, 0):
-                text += f" (n={ci.n})"
-            row.append(text)
-        rows.append(row)
-    marked: set[tuple[int, int]] = set()
+def _best_cells(columns: list[Column], rows_in_use: list[str], t: _Tested) -> set[tuple[str, int]]:
+    """The (arm, column index) cells of one panel whose mean is the best of their column."""
+    best: set[tuple[str, int]] = set()
     for j, (metric, spec) in enumerate(columns):
         cells = [t.stats.get((arm, metric, spec)) for arm in rows_in_use]
-        marked |= {(i, j + 2) for i in _best_rows(cells, summary_direction(spec, metric))}
-    return rows, marked
+        best |= {(rows_in_use[i], j) for i in _best_rows(cells, summary_direction(spec, metric))}
+    return best
 
 
-def _records(
-    panel: str,
-    columns: list[Column],
-    rows_in_use: list[str],
-    t: _Tested,
-    marked: set[tuple[int, int]],
-) -> list[dict[str, object]]:
-    """One record per cell with a value: its interval and its paired test, for the JSON/CSV."""
+def _records(panel: str, columns: list[Column], rows_in_use: list[str], t: _Tested) -> list[Record]:
+    """One record per cell with a value: its interval and its paired test, for the JSON/CSV
+    (and the panel's display rows: `_mean_rows`, `_test_rows`)."""
     correction, family, arms = t.settings.correction, t.settings.family, t.arms
+    best = _best_cells(columns, rows_in_use, t)
     records = []
-    for i, arm in enumerate(rows_in_use):
+    for arm in rows_in_use:
         for j, (metric, spec) in enumerate(columns):
             ci = t.stats.get((arm, metric, spec))
             if ci is None:
@@ -596,7 +591,7 @@ def _records(
                     "ci_low": ci.low,
                     "ci_high": ci.high,
                     "level": ci.level,
-                    "best": (i, j + 2) in marked,
+                    "best": (arm, j) in best,
                     "baseline_arm": t.base_of.get(arm) if test else None,
                     "n_pairs": test.n if test else None,
                     "mean_diff": test.mean_diff if test else None,
@@ -612,36 +607,68 @@ def _records(
     return records
 
 
-def _test_rows(
-    columns: list[Column], rows_in_use: list[str], t: _Tested
+def _cell_key(columns: list[Column]) -> Callable[[Record], Key]:
+    """The cell of a panel's record: its (arm, metric, value kind), the key of its interval and
+    test (the record names the value kind by its label)."""
+    spec_of = {spec.label: spec for _, spec in columns}
+    return lambda r: (r["arm"], r["metric"], spec_of[r["value_kind"]])
+
+
+def _mean_rows(
+    records: list[Record], columns: list[Column], rows_in_use: list[str], t: _Tested
 ) -> tuple[list[list[str]], set[tuple[int, int]]]:
-    """The paired-test rows of one panel (arms with a baseline) and the cells significant after
-    correction."""
+    """The mean ± CI rows of one panel (every arm in use) from its records, and the cells marked
+    best."""
+    key = _cell_key(columns)
+
+    def cell(r: Record) -> str:
+        # The record holds the interval's ends; its half width (as shown) is the interval's own.
+        text = fmt_pm(r["mean"], t.stats[key(r)].half_width)
+        return text + (f" (n={r['n']})" if r["n"] < t.arm_seeds.get(r["arm"], 0) else "")
+
+    return pivot_rows(
+        records,
+        {arm: [arm, str(t.arm_seeds.get(arm, 0))] for arm in rows_in_use},
+        columns,
+        at=lambda r: (r["arm"], key(r)[1:]),
+        cell=cell,
+        mark=lambda r: r["best"],
+    )
+
+
+def _test_rows(
+    records: list[Record], columns: list[Column], rows_in_use: list[str], t: _Tested
+) -> tuple[list[list[str]], set[tuple[int, int]]]:
+    """The paired-test rows of one panel (arms with a baseline) from its records, and the cells
+    significant after correction."""
+    key = _cell_key(columns)
     correction = t.settings.correction
-    sig_rows: list[list[str]] = []
-    sig_marked: set[tuple[int, int]] = set()
-    for arm in rows_in_use:
-        if arm not in t.base_of:
-            continue
-        row = [arm, t.base_of[arm]]
-        for j, (metric, spec) in enumerate(columns):
-            test = t.tests.get((arm, metric, spec))
-            if test is None:
-                row.append(DASH)
-            elif test.p is None:
-                row.append(f"{DASH} ({test.reason})")
-            else:
-                p_adj = t.adjusted[(arm, metric, spec)]
-                text = f"Δ={fmt_signed(test.mean_diff)} {fmt_p(test.p)}"
-                if correction != "none":
-                    text += f" ({_SHORT[correction]} {fmt_pvalue(p_adj)})"
-                # The pairs count only when fewer seeds pair up than the arm has.
-                text += f" n={test.n}" if test.n < t.arm_seeds.get(arm, 0) else ""
-                row.append(text + _tost_text(t.tosts.get((arm, metric, spec))))
-                if p_adj < t.alpha:
-                    sig_marked.add((len(sig_rows), j + 2))
-        sig_rows.append(row)
-    return sig_rows, sig_marked
+
+    def cell(r: Record) -> str:
+        if r["p"] is None:
+            return f"{DASH} ({r['no_test_reason']})"
+        text = f"Δ={fmt_signed(r['mean_diff'])} {fmt_p(r['p'])}"
+        if correction != "none":
+            text += f" ({_SHORT[correction]} {fmt_pvalue(r['p_adjusted'])})"
+        # The pairs count only when fewer seeds pair up than the arm has.
+        text += f" n={r['n_pairs']}" if r["n_pairs"] < t.arm_seeds.get(r["arm"], 0) else ""
+        tost = t.tosts.get(key(r))
+        return text + _tost_text(r, tost.reason if tost else None)
+
+    def no_record(arm: str, column: Column) -> str:
+        # The arm has no value in this column: its test (every tested arm has one per column)
+        # has no pairs, and says so.
+        return f"{DASH} ({t.tests[(arm, *column)].reason})"
+
+    return pivot_rows(
+        records,
+        {arm: [arm, t.base_of[arm]] for arm in rows_in_use if arm in t.base_of},
+        columns,
+        at=lambda r: (r["arm"], key(r)[1:]),
+        cell=cell,
+        mark=lambda r: r["p_adjusted"] is not None and r["p_adjusted"] < t.alpha,
+        missing=no_record,
+    )
 
 
 def ancova_table(

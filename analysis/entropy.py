@@ -27,7 +27,7 @@ from analysis.store import (
     read_latest,
     trial_summary,
 )
-from analysis.table import DASH, Result, Table, fmt_pm
+from analysis.table import Record, Result, Table, fmt_pm, pivot_rows
 
 LEAVES = ("digit_entropy", "digit_acc")
 
@@ -82,49 +82,55 @@ def _entropy_splits(available: Sequence[str], split_names: Sequence[str] | None)
     return found
 
 
-def _cell(ci: MeanCI | None, n: int) -> str:
-    """A curve cell: mean ± half-width, with its seed count where fewer than the row's `n`."""
-    if ci is None:
-        return DASH
-    return fmt_pm(ci.mean, ci.half_width) + (f" (n={ci.n})" if ci.n < n else "")
-
-
 def _split_table(split: str, per_step: pl.DataFrame, arms: Arms, level: float) -> Table | None:
     """One split's curves (arm × step: seeds, digit entropy, digit accuracy), None when no arm
-    has a value there."""
+    has a value there. A cell is mean ± half-width, with its seed count where fewer than the
+    row's (the most of its cells)."""
     names = {leaf: f"eval/{split}/{leaf}" for leaf in LEAVES}
     stats = (
         per_step.filter(pl.col("metric").is_in(list(names.values())))
         .group_by(["arm", "metric", "step"])
         .agg(pl.col("value"))
     )
-    cell = {}
+    ci_of: dict[tuple[str, str, int], MeanCI] = {}
     steps_of: dict[str, set[int]] = {}
     for arm, metric, step, values in stats.iter_rows():
-        cell[(arm, metric, step)] = mean_ci(values, level)
+        ci_of[(arm, metric, step)] = mean_ci(values, level)
         steps_of.setdefault(arm, set()).add(step)
-    rows, records = [], []
-    for arm in arms.order:
-        for step in sorted(steps_of.get(arm, ())):
-            cis = {leaf: cell.get((arm, names[leaf], step)) for leaf in LEAVES}
-            n = max(c.n for c in cis.values() if c is not None)
-            rows.append([arm, str(step), str(n), *(_cell(ci, n) for ci in cis.values())])
-            records += [
-                {
-                    "arm": arm,
-                    "split": split,
-                    "step": step,
-                    "metric": names[leaf],
-                    "n": ci.n,
-                    "mean": ci.mean,
-                    "ci_low": ci.low,
-                    "ci_high": ci.high,
-                }
-                for leaf, ci in cis.items()
-                if ci is not None
-            ]
-    if not rows:
+    records = [
+        {
+            "arm": arm,
+            "split": split,
+            "step": step,
+            "metric": name,
+            "n": ci.n,
+            "mean": ci.mean,
+            "ci_low": ci.low,
+            "ci_high": ci.high,
+        }
+        for arm in arms.order
+        for step in sorted(steps_of.get(arm, ()))
+        for name in names.values()
+        if (ci := ci_of.get((arm, name, step))) is not None
+    ]
+    if not records:
         return None
+    seeds: dict[tuple[str, int], int] = {}
+    for r in records:
+        seeds[(r["arm"], r["step"])] = max(seeds.get((r["arm"], r["step"]), 0), r["n"])
+
+    def text(r: Record) -> str:
+        # The record holds the interval's ends; its half width (as shown) is the interval's own.
+        shown = fmt_pm(r["mean"], ci_of[(r["arm"], r["metric"], r["step"])].half_width)
+        return shown + (f" (n={r['n']})" if r["n"] < seeds[(r["arm"], r["step"])] else "")
+
+    rows, _ = pivot_rows(
+        records,
+        {(arm, step): [arm, str(step), str(n)] for (arm, step), n in seeds.items()},
+        list(names.values()),
+        at=lambda r: ((r["arm"], r["step"]), r["metric"]),
+        cell=text,
+    )
     return Table(
         name=f"entropy_{split}",
         title=f"split {split}: digit entropy and digit accuracy per evaluation step",

@@ -3,7 +3,9 @@ the reader) and how it is written out: Markdown, CSV, LaTeX, JSON, HTML.
 
 A table of one row per record is built from its records alone (`records_table`: columns, each a
 title and a formatter from a record to its display cell), so the numbers (the records, written
-as CSV and JSON) and what a reader sees (Markdown, LaTeX) cannot disagree."""
+as CSV and JSON) and what a reader sees (Markdown, LaTeX) cannot disagree. A wide table of one
+record per cell (an arm's row, a column per metric) has its rows laid out by `pivot_rows`, each
+cell formatted from its record."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import html
 import io
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -127,6 +129,38 @@ def records_table(
         show=show,
         data=pl.DataFrame(records, infer_schema_length=None),
     )
+
+
+def pivot_rows(
+    records: Sequence[Record],
+    rows: Mapping[Hashable, Sequence[str]],
+    columns: Sequence[Hashable],
+    at: Callable[[Record], tuple[Hashable, Hashable]],
+    cell: Callable[[Record], str],
+    *,
+    mark: Callable[[Record], bool] | None = None,
+    missing: str | Callable[[Hashable, Hashable], str] = DASH,
+) -> tuple[list[list[str]], set[tuple[int, int]]]:
+    """The display rows of a table of one record per cell, and its marked cells: a row per key
+    of `rows` (in order; the value is the row's leading cells), then a cell per key of `columns`,
+    formatted by `cell` from the record that `at` places at (row, column), `missing` (a text, or
+    one made from the row and column key) where no record is; records of other rows are left
+    out. A cell is marked (bold) when `mark` says so of its record."""
+    placed = {at(r): r for r in records}
+    out: list[list[str]] = []
+    marked: set[tuple[int, int]] = set()
+    for i, (row, lead) in enumerate(rows.items()):
+        cells = list(lead)
+        for column in columns:
+            record = placed.get((row, column))
+            if record is None:
+                cells.append(missing(row, column) if callable(missing) else missing)
+                continue
+            if mark is not None and mark(record):
+                marked.add((i, len(cells)))
+            cells.append(cell(record))
+        out.append(cells)
+    return out, marked
 
 
 @dataclass
