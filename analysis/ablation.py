@@ -23,6 +23,7 @@ import polars as pl
 from analysis.arm_values import SeedValues, arm_seed_values
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
 from analysis.choices import CORRECTIONS, FAMILIES, Correction
+from analysis.command_settings import freeze_lists, started_result
 from analysis.headline import headline, panel_title, panels, short_names
 from analysis.metric_registry import direction, resolve
 from analysis.paired_options import PairedOptions
@@ -46,7 +47,6 @@ from analysis.store import (
     DEFAULT_STATUSES,
     ResultsError,
     Store,
-    current_trials,
     load_trials,
     metric_names,
     read_latest,
@@ -207,11 +207,7 @@ class AblationSettings:
     """The optional tests: one-sided, TOST, covariate adjustment, plateau check."""
 
     def __post_init__(self) -> None:
-        # Lists from callers become tuples: the settings are hashable and cannot change.
-        for name in ("metrics", "values", "by", "pool", "block", "only", "statuses"):
-            v = getattr(self, name)
-            if v is not None and not isinstance(v, tuple):
-                object.__setattr__(self, name, tuple(v))
+        freeze_lists(self, ("metrics", "values", "by", "pool", "block", "only", "statuses"))
         if not self.values:
             raise ValueError("ablation needs at least one value kind")
         check_level(self.level)
@@ -242,10 +238,7 @@ def ablation(store: Store, settings: AblationSettings) -> Result:
     p-values; `settings.options` adds one-sided tests, TOST, the covariate-adjusted difference
     and the plateau check."""
     s = settings
-    trials, notes = current_trials(store, s.statuses)
-    result = Result("ablation", "Ablation", notes=[*store.notes, *notes])
-    result.header.append(f"experiments: {', '.join(store.experiments)}")
-    result.settings = s.as_json()
+    trials, result = started_result(store, s, "ablation", "Ablation")
     if trials.height == 0:
         return result
     available = metric_names(store)

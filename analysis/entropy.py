@@ -13,6 +13,7 @@ import polars as pl
 from analysis.ablation import AblationSettings, ablation
 from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms, assign_arms
+from analysis.command_settings import freeze_lists
 from analysis.metric_registry import splits
 from analysis.seed_stats import MeanCI, check_level, mean_ci
 from analysis.selection import FINAL
@@ -58,11 +59,7 @@ class EntropySettings:
     all."""
 
     def __post_init__(self) -> None:
-        # Lists from callers become tuples: the settings are hashable and cannot change.
-        for name in ("by", "pool", "block", "split_names", "statuses"):
-            v = getattr(self, name)
-            if v is not None and not isinstance(v, tuple):
-                object.__setattr__(self, name, tuple(v))
+        freeze_lists(self, ("by", "pool", "block", "split_names", "statuses"))
         check_level(self.level)
 
 

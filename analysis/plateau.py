@@ -31,6 +31,7 @@ from scipy import stats
 
 from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms, assign_arms
+from analysis.command_settings import freeze_lists, started_result
 from analysis.headline import headline
 from analysis.metric_registry import direction, resolve
 from analysis.seed_stats import check_level, mean_ci
@@ -38,7 +39,6 @@ from analysis.store import (
     DEFAULT_STATUSES,
     ResultsError,
     Store,
-    current_trials,
     metric_names,
     read_latest,
     trial_summary,
@@ -224,11 +224,7 @@ class PlateauSettings:
     "still learning" (--min-slope), at least 0."""
 
     def __post_init__(self) -> None:
-        # Lists from callers become tuples: the settings are hashable and cannot change.
-        for name in ("metrics", "by", "pool", "block", "statuses"):
-            v = getattr(self, name)
-            if v is not None and not isinstance(v, tuple):
-                object.__setattr__(self, name, tuple(v))
+        freeze_lists(self, ("metrics", "by", "pool", "block", "statuses"))
         check_level(self.level)
         if self.last < 2:
             raise ResultsError(f"--last must be >= 2, got {self.last}")
@@ -244,10 +240,7 @@ def plateau(store: Store, settings: PlateauSettings) -> Result:
     """`python -m analysis plateau`: the slope table of every arm for each chosen metric."""
     # The three numbers every table and slope uses, by name.
     last, level, min_slope = settings.last, settings.level, settings.min_slope
-    trials, notes = current_trials(store, settings.statuses)
-    result = Result("plateau", "Plateau check", notes=[*store.notes, *notes])
-    result.header.append(f"experiments: {', '.join(store.experiments)}")
-    result.settings = settings.as_json()
+    trials, result = started_result(store, settings, "plateau", "Plateau check")
     if trials.height == 0:
         return result
     available = metric_names(store)

@@ -21,6 +21,7 @@ import numpy as np
 from analysis.ablation import collect_seed_values
 from analysis.arm_values import SeedValues
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
+from analysis.command_settings import freeze_lists, started_result
 from analysis.headline import headline
 from analysis.metric_registry import direction, resolve
 from analysis.power_stats import (
@@ -38,7 +39,6 @@ from analysis.store import (
     DEFAULT_STATUSES,
     ResultsError,
     Store,
-    current_trials,
     load_trials,
     metric_names,
     read_latest,
@@ -103,11 +103,7 @@ class PowerSettings:
     """The equivalence margin of TOST (--sesoi); None: `delta`."""
 
     def __post_init__(self) -> None:
-        # Lists from callers become tuples: the settings are hashable and cannot change.
-        for name in ("metrics", "values", "by", "pool", "block", "only", "statuses"):
-            v = getattr(self, name)
-            if v is not None and not isinstance(v, tuple):
-                object.__setattr__(self, name, tuple(v))
+        freeze_lists(self, ("metrics", "values", "by", "pool", "block", "only", "statuses"))
         check_level(self.level)
         check_inputs(self.delta, self.alpha, self.target_power, self.sesoi)
 
@@ -303,10 +299,7 @@ def _add_power_table(result: Result, records: list[Record], settings: PowerSetti
 
 def power(store: Store, settings: PowerSettings) -> Result:
     """The power table (see the module docstring)."""
-    trials, notes = current_trials(store, settings.statuses)
-    result = Result("power", "Power from a pilot", notes=[*store.notes, *notes])
-    result.header.append(f"experiments: {', '.join(store.experiments)}")
-    result.settings = settings.as_json()
+    trials, result = started_result(store, settings, "power", "Power from a pilot")
     if trials.height == 0:
         return result
     available = metric_names(store)

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 
 from analysis.arms import format_value, plain_value
+from analysis.command_settings import started_result
 from analysis.metric_registry import DECOMPOSITION_LEAVES, direction, resolve, splits
 from analysis.scaling import tables
 from analysis.scaling.bootstrap import r2_difference
@@ -35,7 +36,7 @@ from analysis.scaling.robust import Units, huber_record, joint_records, predicti
 from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.share import share_figure, share_records, trend_record
 from analysis.seed_stats import t_quantile
-from analysis.store import ResultsError, Store, current_trials, metric_names, trial_summary
+from analysis.store import ResultsError, Store, metric_names, trial_summary
 from analysis.table import Result
 
 CE, EE = "ce", "error_entropy"
@@ -48,10 +49,7 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
     learning rates chosen, and the points (numbers only) behind the figures. `fields` override
     fields of `settings` by name (ScalingSettings documents each)."""
     s = replace(settings or ScalingSettings(), **fields)
-    trials, notes = current_trials(store, s.statuses)
-    result = Result("scaling", "Scaling", notes=[*store.notes, *notes])
-    result.header.append(f"experiments: {', '.join(store.experiments)}")
-    result.settings = s.as_json()
+    trials, result = started_result(store, s, "scaling", "Scaling")
     if trials.height == 0:
         return result
     available = metric_names(store)

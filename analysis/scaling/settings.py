@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.choices import AGGREGATES, AXES, LR_MODES
+from analysis.command_settings import freeze_lists
 from analysis.scaling.points import PARAM_METRICS
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL, ValueSpec
@@ -61,11 +62,7 @@ class ScalingSettings:
     size's best learning rate lies inside its grid."""
 
     def __post_init__(self) -> None:
-        # Lists from callers become tuples: the settings are hashable and cannot change.
-        for name in ("metrics", "axes", "by", "statuses"):
-            v = getattr(self, name)
-            if v is not None and not isinstance(v, tuple):
-                object.__setattr__(self, name, tuple(v))
+        freeze_lists(self, ("metrics", "axes", "by", "statuses"))
         check_level(self.level)
         if self.params not in PARAM_METRICS:
             raise ResultsError(
