@@ -49,7 +49,14 @@ DRIVER_RESOURCES = {"cpu": 0, "memory": 2**27}
 # next poll (the step-0 report that starts a trial's metrics, the last one that ends it); at
 # 0.5 s that wait is short, for a few cheap calls a second. Ray Train reads it from the
 # environment of the process that calls fit() and passes it on to its controller.
-TRAIN_ENV = {"RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.5"}
+# A worker answers that poll from its actor's main thread while training runs in another
+# thread, in milliseconds; a poll unanswered for minutes means a worker that is gone without
+# Ray core having said so. Ray's default waits 10 minutes for it, a stalled trial (and a stalled
+# sweep, when the others wait for its CPU); 2 minutes still leaves a loaded machine room.
+TRAIN_ENV = {
+    "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.5",
+    "RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S": "120",
+}
 
 
 class NonFiniteLossError(RuntimeError):

@@ -171,7 +171,31 @@ class LocalCluster:
             job = self.jobs().get(submission_id)
             return job if job and job["status"] in TERMINAL else None
 
-        return wait_for(f"job {submission_id} to end", finished, timeout, every=2.0)
+        try:
+            return wait_for(f"job {submission_id} to end", finished, timeout, every=2.0)
+        except AssertionError as timeout_error:
+            raise AssertionError(f"{timeout_error}\n{self.stuck_job(submission_id)}") from None
+
+    def stuck_job(self, submission_id: str) -> str:
+        """What a job that did not end was doing: its log's tail, its live actors, and the Python
+        stacks of its driver and of those actors (py-spy, which Ray's default extra installs), so
+        that a hang seen once on CI can be read rather than guessed at."""
+        job = self.jobs().get(submission_id, {})
+        names = self.node_names()
+        lines = [f"job: {json.dumps(job, default=str)[:2000]}"]
+        lines.append("log tail:\n" + self.job_logs(submission_id)[-6000:])
+        pids = [(job.get("driver_info") or {}).get("pid")]
+        for actor in self.actors(job.get("job_id") or "", alive=True):
+            node = names.get(actor["node_id"], "?")
+            lines.append(f"actor {actor['class_name']} pid {actor['pid']} on {node}")
+            pids.append(actor["pid"])
+        spy = Path(sys.executable).with_name("py-spy")
+        for pid in [p for p in pids if p]:
+            out = subprocess.run(
+                [str(spy), "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=60
+            )
+            lines.append(f"py-spy dump {pid}:\n{out.stdout[:4000]}{out.stderr[-500:]}")
+        return "\n".join(lines)
 
     def job_logs(self, submission_id: str) -> str:
         return self.api(f"/api/jobs/{submission_id}/logs")["logs"]
