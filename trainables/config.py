@@ -121,9 +121,8 @@ class TrainConfig(_Strict):
     """Weights and activations in bf16 (DeepSpeed's bf16 mode: fp32 optimizer state; the loss
     and the CE decomposition still in fp32) or fp32. `auto`: bf16 on a CUDA device with native
     bf16, and on a CPU with AMX or AVX-512 bf16 for a preset of at least
-    `trainables.precision.CPU_BF16_MIN_PARAMS` parameters (smaller ones were slower in bf16
-    there; the SmolLM2-135M fine-tune was 1.1-1.2x faster but learned less: `bench/README.md`);
-    fp32 otherwise. Reported as
+    `trainables.precision.CPU_BF16_MIN_PARAMS` parameters; fp32 otherwise, and for pretrained
+    models on a CPU (why, with the measurements: `trainables.precision`). Reported as
     `perf/bf16` (1 or 0)."""
     compile: Literal["off", "on", "auto"] = "off"
     """`torch.compile` the model's training forward (through DeepSpeed's `engine.compile`) and

@@ -6,7 +6,7 @@ optimizer state; the losses and the CE decomposition compute in fp32 whatever th
 on a CUDA device with native bf16, and on a CPU with AMX or AVX-512 bf16 instructions for presets
 of at least `CPU_BF16_MIN_PARAMS` parameters (the worker passes no parameter count for a
 pretrained model: SmolLM2-135M's fine-tune was 1.1-1.2x faster per step in bf16 on the project's
-CPU but its held-out CE fell far less, 1.92 vs 1.49 after 8 steps). Below that
+CPU but its held-out CE fell far less, 1.92 vs 1.49 after 8 steps at lr 2e-5). Below that
 size the bf16 step on the CPU is slower than fp32 (its matmuls are too small for AMX to pay for
 the casts): measured by `bench.step_modes`, recorded in bench/README.md.
 """

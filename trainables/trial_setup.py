@@ -90,9 +90,8 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
     )
     sizes = count_parameters(model)
     if not zero3:
-        # On a CPU, `auto` weighs presets only: SmolLM2-135M's fine-tune in bf16 was 1.1-1.2x
-        # faster per step there but learned less (held-out CE 1.92 vs 1.49 after 8 steps at lr
-        # 2e-5; bench/README.md), so a pretrained model stays fp32 unless asked.
+        # On a CPU, `auto` weighs presets only; a pretrained model stays fp32 unless asked
+        # (why: trainables/precision.py).
         n_params = sizes["total"] if cfg.model.preset is not None else None
         bf16 = use_bf16(train.precision, n_params=n_params, cuda=device.type == "cuda")
         ds_config = deepspeed_config(train, world_size, bf16=bf16)
