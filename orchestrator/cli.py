@@ -133,7 +133,8 @@ def _plan(sweep: SweepConfig, max_concurrent: int, capacity: dict[str, float]) -
     lines = [f"experiment {sweep.experiment}: mode {sweep.mode}"]
     if sweep.mode == "grid":
         arms = grid_arms(sweep)
-        lines.append(f"{len(arms)} trials (losses x seeds x presets):")
+        axes = "losses x seeds x presets" + (" x lrs" if sweep.grid.lrs is not None else "")
+        lines.append(f"{len(arms)} trials ({axes}):")
         lines += [f"  {json.dumps(arm, sort_keys=True)}" for arm in arms]
     else:
         for run in tune_runs(sweep):

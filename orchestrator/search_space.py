@@ -84,26 +84,31 @@ def trial_params(tune_config: dict[str, Any]) -> dict[str, Any]:
 
 
 def grid_arms(sweep: SweepConfig) -> list[dict[str, Any]]:
-    """Every trial of a grid: losses (x their parameter variants) x seeds x presets, then each
-    control arm x seeds x presets (`control` and `seed_offsets` set)."""
+    """Every trial of a grid: losses (x their parameter variants) x seeds x presets x learning
+    rates, then each control arm x seeds x presets x rates (`control` and `seed_offsets` set)."""
     grid = sweep.grid
-    presets = grid.presets or [None]
+    sizes = [(p, lr) for p in grid.presets or [None] for lr in grid.lrs_for(p)]
     arms = []
-    for loss, seed, preset in itertools.product(grid.losses, grid.seeds, presets):
+    for loss, seed, (preset, lr) in itertools.product(grid.losses, grid.seeds, sizes):
         for params in grid.variants(loss):
-            arm: dict[str, Any] = {"loss": loss, "seed": seed, **params}
-            if preset is not None:
-                arm["preset"] = preset
-            arms.append(arm)
-    for (name, control), seed, preset in itertools.product(
-        grid.controls.items(), grid.seeds, presets
+            arms.append(_with_size({"loss": loss, "seed": seed, **params}, preset, lr))
+    for (name, control), seed, (preset, lr) in itertools.product(
+        grid.controls.items(), grid.seeds, sizes
     ):
         arm = {"loss": control.loss, "seed": seed, **control.params, "control": name}
         arm["seed_offsets"] = control.seed_offsets.model_dump()
-        if preset is not None:
-            arm["preset"] = preset
-        arms.append(arm)
+        arms.append(_with_size(arm, preset, lr))
     return arms
+
+
+def _with_size(arm: dict[str, Any], preset: str | None, lr: float | None) -> dict[str, Any]:
+    """`arm` with its preset and learning rate where the grid sets them (absent otherwise, so a
+    grid without them keeps the arms, and trial identities, it always had)."""
+    if preset is not None:
+        arm["preset"] = preset
+    if lr is not None:
+        arm["lr"] = float(lr)
+    return arm
 
 
 # Keys of a trial's parameters that are not loss hyper-parameters.

@@ -228,6 +228,11 @@ class GridConfig(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [0])
     presets: list[str] | None = None
     """Model presets; null = the trial's model."""
+    lrs: list[float] | dict[str, list[float]] | None = None
+    """Learning rates, one trial per rate (an axis beside losses, seeds and presets); null = the
+    trial's `train.lr`. A mapping gives each preset its own grid, e.g. {tiny: [3e-3, 1e-2],
+    s: [1e-3, 3e-3]} (one entry per preset of `presets`): a scaling study's per-size grid, which
+    `analysis scaling` reads to pick each size's best rate."""
     params: dict[str, dict[str, float | bool] | list[dict[str, float | bool]]] = Field(
         default_factory=dict
     )
@@ -244,8 +249,45 @@ class GridConfig(_Strict):
         given = self.params.get(loss, {})
         return list(given) if isinstance(given, list) else [given]
 
+    def lrs_for(self, preset: str | None) -> list[float | None]:
+        """The learning rates of `preset`'s trials ([None]: the trial's own `train.lr`)."""
+        if self.lrs is None:
+            return [None]
+        if isinstance(self.lrs, dict):
+            return list(self.lrs[preset]) if preset is not None else [None]
+        return list(self.lrs)
+
+    def _check_lrs(self) -> None:
+        """`grid.lrs`: positive, none twice, a mapping's keys exactly the presets."""
+        if self.lrs is None:
+            return
+        if isinstance(self.lrs, dict):
+            presets = self.presets or []
+            if not presets:
+                raise ValueError("grid.lrs: a mapping of presets to rates needs grid.presets")
+            missing = [p for p in presets if p not in self.lrs]
+            extra = [p for p in self.lrs if p not in presets]
+            if missing or extra:
+                raise ValueError(
+                    "grid.lrs: one entry per preset of grid.presets"
+                    + (f"; missing: {', '.join(missing)}" if missing else "")
+                    + (f"; not in grid.presets: {', '.join(extra)}" if extra else "")
+                )
+            grids = {f"grid.lrs.{p}": rates for p, rates in self.lrs.items()}
+        else:
+            grids = {"grid.lrs": self.lrs}
+        for where, rates in grids.items():
+            if not rates:
+                raise ValueError(f"{where}: an empty list gives no trial")
+            bad = [r for r in rates if not r > 0]
+            if bad:
+                raise ValueError(f"{where}: a learning rate is > 0, not {bad[0]}")
+            if len(set(rates)) < len(rates):
+                raise ValueError(f"{where}: a rate is listed twice ({rates})")
+
     def check(self) -> None:
         """Validate the fixed parameters against the losses' models; ValueError naming the key."""
+        self._check_lrs()
         for name, given in self.params.items():
             if name not in self.losses:
                 raise ValueError(f"grid.params.{name}: {name!r} is not in grid.losses")

@@ -183,6 +183,65 @@ def test_grid_variants_are_validated(params, key):
         )
 
 
+def test_grid_learning_rates_are_an_axis_shared_or_per_preset():
+    shared = SweepConfig.model_validate(
+        {
+            "mode": "grid",
+            "grid": {"losses": ["mle"], "presets": ["tiny", "xs"], "lrs": [1e-3, 1e-2]},
+        }
+    )
+    arms = grid_arms(shared)
+    assert [(a["preset"], a["lr"]) for a in arms] == [
+        ("tiny", 1e-3),
+        ("tiny", 1e-2),
+        ("xs", 1e-3),
+        ("xs", 1e-2),
+    ]
+    # each size its own grid (a scaling study's): 3 rates for tiny, 1 for xs
+    per_size = SweepConfig.model_validate(
+        {
+            "mode": "grid",
+            "grid": {
+                "losses": ["mle"],
+                "seeds": [0, 1],
+                "presets": ["tiny", "xs"],
+                "lrs": {"tiny": [3e-3, 1e-2, 3e-2], "xs": [1e-3]},
+            },
+        }
+    )
+    arms = grid_arms(per_size)
+    assert len(arms) == 2 * (3 + 1)
+    configs = [TrialConfig.model_validate(trial_config(per_size, a, "t")) for a in arms]
+    assert sorted({(c.model.preset, c.train.lr) for c in configs}) == [
+        ("tiny", 3e-3),
+        ("tiny", 1e-2),
+        ("tiny", 3e-2),
+        ("xs", 1e-3),
+    ]
+    # without lrs an arm has no lr key: the arms (and trial identities) of older grids stay
+    plain = SweepConfig.model_validate({"mode": "grid", "grid": {"losses": ["mle"]}})
+    assert grid_arms(plain) == [{"loss": "mle", "seed": 0}]
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ({"lrs": []}, "grid.lrs: an empty list gives no trial"),
+        ({"lrs": [1e-3, -1e-3]}, "grid.lrs: a learning rate is > 0, not -0.001"),
+        ({"lrs": [1e-3, 1e-3]}, "grid.lrs: a rate is listed twice"),
+        ({"lrs": {"tiny": [1e-3]}}, "grid.lrs: a mapping of presets to rates needs grid.presets"),
+        (
+            {"presets": ["tiny", "xs"], "lrs": {"tiny": [1e-3], "s": [1e-3]}},
+            "grid.lrs: one entry per preset of grid.presets; missing: xs; not in grid.presets: s",
+        ),
+        ({"presets": ["tiny"], "lrs": {"tiny": [0.0]}}, "grid.lrs.tiny: a learning rate is > 0"),
+    ],
+)
+def test_grid_learning_rates_are_validated(grid, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SweepConfig.model_validate({"mode": "grid", "grid": {"losses": ["mle"], **grid}})
+
+
 def test_trial_config_takes_loss_params_seed_and_lr():
     sweep = search_sweep()
     cfg = trial_config(sweep, {"loss": "del", "alpha": 0.2, "decay_base": 1.1, "lr": 1e-3}, "abc")

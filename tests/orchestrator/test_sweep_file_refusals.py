@@ -68,6 +68,11 @@ def dry_run(tmp_path: Path, path: Path, *overrides: str) -> int:
             "search.enqueue[0].alpha",
             "del.alpha allows [0, inf)",
         ),
+        (
+            {"mode": "grid", "grid": {"losses": ["mle"], "lrs": [3e-3, 0.0]}},
+            "grid.lrs",
+            "a learning rate is > 0, not 0.0",
+        ),
     ],
 )
 def test_out_of_range_loss_parameters_exit_2(tmp_path, capsys, sections, key, allowed):
