@@ -4,6 +4,7 @@ fitted; the records of that choice say which learning rates each size tried."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import polars as pl
@@ -33,10 +34,17 @@ def best_lr(
     score = select_values(latest.filter(pl.col("metric") == select_by), value).select(
         *keys, pl.col("value").alias("_score")
     )
-    per_trial = frame.select(*keys, *gcols, "model", "N", "lr").unique().join(score, on=keys)
+    per_trial = (
+        frame.select(*keys, *gcols, "model", "N", "lr").unique().join(score, on=keys, how="left")
+    )
     size = [*gcols, "model", "N"]
+    # A rate whose trial diverged (a score that is NaN or infinite) was tried and did worse
+    # than every finite one: it counts in the grid (so a size whose higher rate blew up has its
+    # best "inside", not at the edge) and is never the best unless every rate diverged.
+    worst = float("inf") if want == "min" else float("-inf")
+    finite = pl.col("_score").is_finite()
     means = (
-        per_trial.filter(pl.col("_score").is_finite())
+        per_trial.with_columns(pl.when(finite).then(pl.col("_score")).otherwise(worst))
         .group_by([*size, "lr"])
         .agg(pl.col("_score").mean(), pl.len().alias("trials"))
         .sort([*size, "lr"], nulls_last=True)
@@ -57,7 +65,7 @@ def best_lr(
             "N": r["N"],
             "lr": r["lr"],
             "select_by": select_by,
-            "mean": r["_score"],
+            "mean": r["_score"] if math.isfinite(r["_score"]) else None,
             "trials": r["trials"],
             "lrs_tried": list(r["lrs"]),
             "lr_position": lr_position(r["lr"], list(r["lrs"])),

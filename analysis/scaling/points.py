@@ -107,15 +107,16 @@ def trial_values(
     no_n = frame.filter(pl.col("N").is_null()).select(pl.struct(keys).n_unique()).item()
     if no_n:
         notes.append(f"{no_n} trial(s) report no {n_metric}: left out of the fits")
-    bad = frame.filter(pl.col("N").is_not_null() & ~pl.col("value").is_finite())
+    frame = frame.filter(pl.col("N").is_not_null())
+    bad = frame.filter(~pl.col("value").is_finite())
     if bad.height:
         notes.append(f"{bad.height} non-finite value(s) (diverged trials?) left out of the fits")
-    frame = frame.filter(pl.col("N").is_not_null() & pl.col("value").is_finite())
     lr_records = None
-    if choose_lr:
+    if choose_lr:  # before the non-finite values go: a diverged rate was tried (best_lr)
         frame, lr_records, lr_note = best_lr(frame, latest, gcols, value, select_by)
         notes.append(lr_note)
         varying = [c for c in varying if c != "lr"]
+    frame = frame.filter(pl.col("value").is_finite())
     pooled = [c for c in varying if c not in ("model", "seed")]
     if pooled:
         notes.append(

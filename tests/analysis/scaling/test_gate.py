@@ -124,6 +124,21 @@ def test_best_lr_at_the_grid_edge_is_flagged_and_fails_the_gate(tmp_path: Path) 
     assert summary["ce_falls"] and not summary["lr_ok"] and not summary["passed"]
 
 
+def test_a_diverged_rate_counts_as_tried_and_worst(tmp_path: Path) -> None:
+    # d's largest rate blew up (CE NaN at both seeds, inf at one): it was still tried, so d's
+    # best (3e-3) lies inside its grid and the gate passes; the diverged rate is never chosen.
+    values = grid(FALLING)
+    values[("d", 1e-2, 0)], values[("d", 1e-2, 1)] = float("nan"), float("inf")
+    values[("c", 1e-2, 0)] = float("nan")  # one seed of c's 1e-2 diverged, the other is worse
+    result = scaling(open_store(write_store(tmp_path, values)))
+    lr = table(result, "scaling_lr").sort("N")
+    assert lr["lr"].to_list() == [3e-3] * 4
+    assert lr["lr_position"].to_list() == ["inside"] * 4
+    assert lr["lrs_tried"].to_list()[-1] == list(LRS)
+    assert lr["mean"].to_list() == pytest.approx([np.mean(v) for v in FALLING.values()])
+    assert table(result, "scaling_gate").row(0, named=True)["passed"]
+
+
 def test_committed_study_2_store_fails_the_gate(capsys: pytest.CaptureFixture[str]) -> None:
     store = ROOT / "studies/scaling_cpu/results"
     assert main(["scaling", str(store), "--gate", "--format", "json"]) == 0
