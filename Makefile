@@ -11,7 +11,8 @@ PYTEST_ARGS ?=
 
 .PHONY: venv demo test lint format bench docs clean smollm smollm-demo s3-server \
 	study-del study-del-report study-scaling study-scaling-report \
-	study-del-plateau study-del-plateau-report
+	study-del-plateau study-del-plateau-report study-scaling-code study-scaling-code-gate \
+	study-scaling-code-report
 
 venv: $(VENV)/.installed
 
@@ -122,3 +123,37 @@ study-del-plateau: venv
 
 study-del-plateau-report: venv
 	$(RUN) $(PLATEAU_STUDY)/tables.py $(PLATEAU_PILOT) $(PLATEAU_RESULTS) $(PLATEAU_STUDY)/report
+
+CODE_STUDY := studies/scaling_code
+CODE_RESULTS := $(CODE_STUDY)/results
+LR_CHOICE := $(RUN) $(CODE_STUDY)/lr_choice.py
+
+# Study 4: the lr grid (and at h16l1, the size added after it), its extensions at the sizes whose
+# best rate is at an edge (at most two rounds; a third edge stops with exit 1), the gate's second
+# seed at the chosen rates, the gate; then the registered main run, which exists once the gate
+# has passed (main.yaml), and the report. Run again after an interruption: every sweep resumes,
+# every choice is recomputed the same.
+study-scaling-code: venv
+	$(RUN) -m orchestrator sweep $(CODE_STUDY)/lr_grid.yaml --results $(CODE_RESULTS); $(SWEPT)
+	$(RUN) -m orchestrator sweep $(CODE_STUDY)/lr_grid.yaml experiment=scaling-code-lr-h16l1 \
+	    'grid.presets=[h16l1]' --results $(CODE_RESULTS); $(SWEPT)
+	for round in 1 2 3; do \
+	    ext=$$($(LR_CHOICE) extend $(CODE_RESULTS)) || exit $$?; [ -n "$$ext" ] || break; \
+	    $(RUN) -m orchestrator sweep $(CODE_STUDY)/lr_grid.yaml $$ext --results $(CODE_RESULTS); \
+	    $(SWEPT); done
+	chosen=$$($(LR_CHOICE) chosen $(CODE_RESULTS)) || exit $$?; \
+	    $(RUN) -m orchestrator sweep $(CODE_STUDY)/gate.yaml $$chosen --results $(CODE_RESULTS); \
+	    $(SWEPT)
+	$(MAKE) study-scaling-code-gate
+	if [ -f $(CODE_STUDY)/main.yaml ]; then \
+	    $(RUN) -m orchestrator sweep $(CODE_STUDY)/main.yaml --results $(CODE_RESULTS); $(SWEPT); \
+	    $(MAKE) study-scaling-code-report; \
+	else echo "studies/scaling_code: no main.yaml (registered only after the gate passes)"; fi
+
+# The gate on the grid's and the gate stage's trials (README, stage 2), from the store alone.
+study-scaling-code-gate: venv
+	$(RUN) -m analysis scaling $(CODE_RESULTS) --gate --pool-experiments --metrics eval/test/ce \
+	    --experiment $$(ls $(CODE_RESULTS)/experiments | grep -v '^scaling-code-main$$' | paste -sd,)
+
+study-scaling-code-report: venv
+	$(RUN) $(CODE_STUDY)/tables.py $(CODE_RESULTS) $(CODE_STUDY)/report

@@ -284,6 +284,12 @@ def _scaling_args(p: argparse.ArgumentParser) -> None:
         help="only the sanity gate: held-out CE falls with N (adjacent sizes by more than two "
         "pooled seed sds) and every size's best lr lies inside its grid",
     )
+    p.add_argument(
+        "--pool-experiments",
+        action="store_true",
+        help="fit the experiments read as one family (an lr grid and its extensions, say), "
+        "not one group per experiment",
+    )
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
@@ -471,6 +477,7 @@ def _run_scaling(
         robust=args.robust,
         n_boot_fit=args.fit_bootstrap,
         gate_only=args.gate,
+        pool_experiments=args.pool_experiments,
         **statuses,
     )
     return scaling(store, settings)

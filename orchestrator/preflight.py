@@ -20,6 +20,7 @@ def preflight(sweep: SweepConfig) -> dict[str, str]:
     (`digit tokens`: yes when the tokenizer has single-digit tokens, so digit metrics exist).
 
     Raises ValueError (or FileNotFoundError) naming what is wrong."""
+    check_presets(sweep)
     trial = sweep.trial
     seed = trial.seeds.data if trial.seeds.data is not None else first_seed(sweep)
     tokenizer, config = load_tokenizer_and_config(
@@ -54,6 +55,22 @@ def preflight(sweep: SweepConfig) -> dict[str, str]:
         "digit tokens": "yes" if digits else "no",
         "data": described,
     }
+
+
+def check_presets(sweep: SweepConfig) -> None:
+    """Every model preset the sweep would build is one numsweep has (else the trials would fail
+    one by one in their workers); ValueError naming the key and the presets there are."""
+    from trainables.models.presets import PRESETS
+
+    named = {"trial.model.preset": [sweep.trial.model.preset] if sweep.trial.model.preset else []}
+    if sweep.mode == "grid":
+        named["grid.presets"] = list(sweep.grid.presets or [])
+    for key, presets in named.items():
+        unknown = [p for p in presets if p not in PRESETS]
+        if unknown:
+            raise ValueError(
+                f"{key}: unknown model preset {unknown[0]!r}; presets: {', '.join(PRESETS)}"
+            )
 
 
 def first_seed(sweep: SweepConfig) -> int:

@@ -79,6 +79,7 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
         value=s.value,
         n_metric=n_metric,
         by=s.by,
+        pool_experiments=s.pool_experiments,
         lr_mode=s.lr,
         select_by=select_by,
         with_tokens=has_tokens,

@@ -35,7 +35,9 @@ def best_lr(
         *keys, pl.col("value").alias("_score")
     )
     per_trial = (
-        frame.select(*keys, *gcols, "model", "N", "lr").unique().join(score, on=keys, how="left")
+        frame.select(list(dict.fromkeys([*keys, *gcols, "model", "N", "lr"])))
+        .unique()
+        .join(score, on=keys, how="left")
     )
     size = [*gcols, "model", "N"]
     # A rate whose trial diverged (a score that is NaN or infinite) was tried and did worse

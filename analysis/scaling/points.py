@@ -43,8 +43,11 @@ class TrialValues:
     """The learning rate chosen per size (see lr.py), None when it did not vary."""
 
 
-def group_columns(trials: pl.DataFrame, by: Sequence[str]) -> list[str]:
-    """The fit group's columns: `by` plus experiment, dataset and group where they vary."""
+def group_columns(
+    trials: pl.DataFrame, by: Sequence[str], pool_experiments: bool = False
+) -> list[str]:
+    """The fit group's columns: `by` plus experiment (unless pooled), dataset and group where
+    they vary."""
     configs = config_columns(trials)
     unknown = [c for c in by if c not in configs]
     if unknown:
@@ -56,7 +59,7 @@ def group_columns(trials: pl.DataFrame, by: Sequence[str]) -> list[str]:
         if c in by:
             raise ResultsError(f"--by {c}: {c} is what a scaling fit runs over, not a group")
     cols = list(by)
-    for c in ("experiment", "dataset", "group"):
+    for c in ("dataset", "group") if pool_experiments else ("experiment", "dataset", "group"):
         if c in trials.columns and c not in cols and trials[c].n_unique() > 1:
             cols.append(c)
     return cols
@@ -70,12 +73,13 @@ def trial_values(
     value: ValueSpec,
     n_metric: str,
     by: Sequence[str],
+    pool_experiments: bool = False,
     lr_mode: str,
     select_by: str | None,
     with_tokens: bool,
 ) -> TrialValues:
     """Read and join everything the fits need (see the module docstring)."""
-    gcols = group_columns(trials, by)
+    gcols = group_columns(trials, by, pool_experiments)
     notes: list[str] = []
     varying = _varying(trials, gcols)
     choose_lr = lr_mode == "best" and "lr" in varying

@@ -57,6 +57,10 @@ class ScalingSettings:
     n_boot_fit: int = 100
     """Bootstrap resamples of the robust fit's intervals and of the paired comparison of
     prediction errors (--fit-bootstrap)."""
+    pool_experiments: bool = False
+    """Fit the experiments read as one family (--pool-experiments) instead of one group each:
+    a learning-rate grid, its extensions and more seeds at its chosen rates, each its own
+    experiment, choose each size's rate together."""
     gate_only: bool = False
     """Only the sanity gate (--gate): CE falls with N at the chosen learning rates, and each
     size's best learning rate lies inside its grid."""
@@ -95,4 +99,5 @@ class ScalingSettings:
             "robust": self.robust,
             "fit_bootstrap": self.n_boot_fit,
             "gate_only": self.gate_only,
+            "pool_experiments": self.pool_experiments,
         }

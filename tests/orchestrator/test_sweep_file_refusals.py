@@ -146,6 +146,26 @@ def test_overrides_may_follow_the_flags(tmp_path, capsys):
     assert "unrecognized arguments: --nope" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("sections", "overrides", "key"),
+    [
+        (
+            {"mode": "grid", "grid": {"losses": ["mle"], "presets": ["tiny", "h33l1"]}},
+            [],
+            "grid.presets",
+        ),
+        ({"search": {"losses": ["mle"]}}, ["trial.model.preset=tinyy"], "trial.model.preset"),
+    ],
+)
+def test_unknown_preset_exits_2_before_launch(tmp_path, capsys, sections, overrides, key):
+    # before: the sweep started and every trial failed in its worker ("unknown model preset")
+    path = write(tmp_path, **sections)
+    assert dry_run(tmp_path, path, *overrides) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and f"{key}: unknown model preset" in err and "h32l1, tiny" in err, err
+    assert not (tmp_path / "r").exists()
+
+
 def test_preflight_needs_no_model_weights(tmp_path, capsys):
     """A pretrained model directory with only config.json and the tokenizer (no weights): the
     dry run checks tokenizer and config, and never loads the weights."""

@@ -1,5 +1,5 @@
-"""Loads a study's `tables.py` (studies/<name>/tables.py is a script, not a package module) for
-the tests of its pre-registered verdict rules."""
+"""Loads a study's `tables.py` or another of its scripts (studies/<name>/*.py are scripts, not
+package modules) for the tests of its pre-registered rules."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def study_tables(study: str) -> ModuleType:
-    """studies/`study`/tables.py as a module."""
+def study_tables(study: str, script: str = "tables") -> ModuleType:
+    """studies/`study`/`script`.py (tables.py unless told) as a module."""
     spec = importlib.util.spec_from_file_location(
-        f"{study}_tables", ROOT / "studies" / study / "tables.py"
+        f"{study}_{script}", ROOT / "studies" / study / f"{script}.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -9,7 +9,7 @@ heads of size d (= h / n_heads) and MLP width i:
          + 2*h)           # input_layernorm, post_attention_layernorm (RMSNorm weights)
     + h                   # final norm
 
-(no biases). The presets span about 12k to 29M of these, over three orders of magnitude. All
+(no biases). The presets span about 2.9k to 29M of these, almost four orders of magnitude. All
 presets tie the output head to the input embedding (as small LLaMA-family models such as
 SmolLM2 do), which keeps the embedding share of tiny models from dwarfing the rest.
 """
@@ -55,7 +55,12 @@ PRESETS: dict[str, PresetSpec] = {
     # One shape family, depth and width growing together (layers 1..10, width 32..512, MLP width
     # ~8/3 of the hidden size), ordered by size. The `hWlL` names are the sizes added between
     # the named ones so that scaling sweeps get a size per ~2.5x (studies/scaling_cpu).
-    # ~11.6k non-embedding parameters
+    # ~2.9k non-embedding parameters: below h32l1 by 4x, so that a scaling family without the
+    # slow large sizes still spans 2.5 decades (studies/scaling_code)
+    "h16l1": PresetSpec(
+        hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=44
+    ),
+    # ~11.6k
     "h32l1": PresetSpec(
         hidden_size=32, num_layers=1, num_heads=4, num_kv_heads=2, intermediate_size=88
     ),

@@ -1,0 +1,61 @@
+"""Study 4's power analysis, before registration (README, "Power"):
+
+    python studies/scaling_code/plan.py RESULTS
+
+The seed-to-seed spread comes from the gate: per size the two seeds (grid seed 0, gate seed 1)
+at the chosen rate, pooled over the sizes (`analysis.scaling.gate.pooled_sd`) for each metric.
+S4 pairs compensated with mle per (size, seed) unit, so n = sizes × seeds pairs; the sd of a
+pair's difference is taken as √2 × the pooled seed sd (the two arms as if independent: pairing
+by seed can only shrink it). Printed per seed count: the power of S4's TOST on EE at ±0.02 when
+the true difference is 0, and the smallest log-confidence difference its paired t-test detects
+with 80% power (α = 0.05, two-sided); `analysis.power_stats` computes both.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import defaultdict
+
+from analysis.__main__ import run
+from analysis.power_stats import minimal_detectable_effect, tost_power
+from analysis.scaling.gate import pooled_sd
+
+SPLIT = "eval/test"
+METRICS = ("ce", "error_entropy", "self_alignment", "log_confidence")
+SIZES = 6
+EE_MARGIN = 0.02
+ALPHA = 0.05
+
+
+def seed_sds(results: str, experiments: str) -> dict[str, float | None]:
+    """The pooled seed sd of each metric at the chosen rates, from the gate's trials."""
+    metrics = ",".join(f"{SPLIT}/{m}" for m in METRICS)
+    argv = ["scaling", results, "--experiment", experiments, "--pool-experiments"]
+    result, _, _ = run([*argv, "--metrics", metrics, "--bootstrap", "10", "--axis", "N"])
+    points = next(t for t in result.tables if t.name == "scaling_points")
+    by_metric: dict[str, list[tuple[float | None, int]]] = defaultdict(list)
+    for r in points.data.filter(points.data["loss"] == "mle").iter_rows(named=True):
+        by_metric[r["metric"]].append((r["sd"], r["trials"]))
+    return {
+        m: pooled_sd([sd for sd, _ in v], [k for _, k in v]) for m, v in sorted(by_metric.items())
+    }
+
+
+def main(results: str, experiments: str) -> None:
+    sds = seed_sds(results, experiments)
+    for metric, sd in sds.items():
+        print(f"{metric}: pooled seed sd {sd:.4f}" if sd is not None else f"{metric}: no sd")
+    ee, lc = sds[f"{SPLIT}/error_entropy"], sds[f"{SPLIT}/log_confidence"]
+    print("seeds  pairs  TOST power EE ±0.02  log C detectable (80%)")
+    for seeds in (2, 3, 4, 5):
+        n = SIZES * seeds
+        tost = tost_power(EE_MARGIN, math.sqrt(2) * ee, n, ALPHA)
+        mde = minimal_detectable_effect(math.sqrt(2) * lc, n, ALPHA, 0.8)
+        print(f"{seeds:5d}  {n:5d}  {tost:19.3f}  {mde:.4f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__ + "\nusage: plan.py RESULTS EXPERIMENTS (comma-separated)")
+    main(sys.argv[1], sys.argv[2])
