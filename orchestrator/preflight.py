@@ -60,17 +60,17 @@ def preflight(sweep: SweepConfig) -> dict[str, str]:
 def check_presets(sweep: SweepConfig) -> None:
     """Every model preset the sweep would build is one numsweep has (else the trials would fail
     one by one in their workers); ValueError naming the key and the presets there are."""
-    from trainables.models.presets import PRESETS
+    from trainables.models.presets import check_preset
 
     named = {"trial.model.preset": [sweep.trial.model.preset] if sweep.trial.model.preset else []}
     if sweep.mode == "grid":
         named["grid.presets"] = list(sweep.grid.presets or [])
     for key, presets in named.items():
-        unknown = [p for p in presets if p not in PRESETS]
-        if unknown:
-            raise ValueError(
-                f"{key}: unknown model preset {unknown[0]!r}; presets: {', '.join(PRESETS)}"
-            )
+        for preset in presets:
+            try:
+                check_preset(preset)
+            except ValueError as err:
+                raise ValueError(f"{key}: {err}") from None
 
 
 def first_seed(sweep: SweepConfig) -> int:

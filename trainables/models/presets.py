@@ -99,6 +99,12 @@ PRESETS: dict[str, PresetSpec] = {
 }
 
 
+def check_preset(preset: str) -> None:
+    """ValueError naming `preset` and the presets there are, unless it is one of them."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown model preset {preset!r}; presets: {', '.join(PRESETS)}")
+
+
 def llama_config(
     preset: str,
     vocab_size: int,
@@ -108,8 +114,7 @@ def llama_config(
     eos_token_id: int | None,
 ) -> LlamaConfig:
     """The `LlamaConfig` of ``preset`` for a tokenizer with ``vocab_size`` tokens."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown model preset {preset!r}; presets: {', '.join(PRESETS)}")
+    check_preset(preset)
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
         raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
     for name, token_id in (
