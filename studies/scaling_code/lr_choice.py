@@ -97,9 +97,8 @@ def main(argv: list[str]) -> int:
         sys.exit(__doc__)
     rows = choices(argv[1])
     if argv[0] == "chosen":
-        ordered = sorted(
-            rows, key=lambda r: -r["N"]
-        )  # largest first: the longest trials start first
+        # largest first: the longest trials start first
+        ordered = sorted(rows, key=lambda r: -r["N"])
         presets = json.dumps([r["model"] for r in ordered], separators=(",", ":"))
         print(f"grid.presets={presets} " + overrides({r["model"]: [r["lr"]] for r in rows}, False))
         return 0
