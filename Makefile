@@ -153,7 +153,8 @@ study-scaling-code: venv
 # The gate on the grid's and the gate stage's trials (README, stage 2), from the store alone.
 study-scaling-code-gate: venv
 	$(RUN) -m analysis scaling $(CODE_RESULTS) --gate --pool-experiments --metrics eval/test/ce \
-	    --experiment $$(ls $(CODE_RESULTS)/experiments | grep -v '^scaling-code-main$$' | paste -sd,)
+	    --experiment $$(ls $(CODE_RESULTS)/experiments | grep -v '^scaling-code-main$$' | paste -sd,) \
+	    --models $$($(LR_CHOICE) family)
 
 study-scaling-code-report: venv
 	$(RUN) $(CODE_STUDY)/tables.py $(CODE_RESULTS) $(CODE_STUDY)/report

@@ -290,6 +290,12 @@ def _scaling_args(p: argparse.ArgumentParser) -> None:
         help="fit the experiments read as one family (an lr grid and its extensions, say), "
         "not one group per experiment",
     )
+    p.add_argument(
+        "--models",
+        action="append",
+        metavar="PRESET",
+        help="only these model presets (repeatable or comma-separated; default: every size)",
+    )
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
@@ -478,6 +484,7 @@ def _run_scaling(
         n_boot_fit=args.fit_bootstrap,
         gate_only=args.gate,
         pool_experiments=args.pool_experiments,
+        models=_split_list(args.models) or None,
         **statuses,
     )
     return scaling(store, settings)

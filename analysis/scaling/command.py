@@ -50,6 +50,8 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
     fields of `settings` by name (ScalingSettings documents each)."""
     s = replace(settings or ScalingSettings(), **fields)
     trials, result = started_result(store, s, "scaling", "Scaling")
+    if s.models is not None:
+        trials = _only_models(trials, s.models, result)
     if trials.height == 0:
         return result
     available = metric_names(store)
@@ -98,6 +100,22 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
         result.tables.append(tables.lr_table(data.lr_records, data.group_columns))
     _fit_all(result, data, chosen, axes, s)
     return result
+
+
+def _only_models(trials: pl.DataFrame, models: tuple[str, ...], result: Result) -> pl.DataFrame:
+    """The trials of the model presets named by --models; a name no trial has is an error (a
+    typo would otherwise fit a smaller family without a word)."""
+    have = sorted(set(trials["model"].drop_nulls().to_list())) if "model" in trials.columns else []
+    unknown = [m for m in models if m not in have]
+    if unknown:
+        raise ResultsError(
+            f"--models: no trial of {', '.join(unknown)} in the store (its models: "
+            f"{', '.join(have) or 'none'})"
+        )
+    left_out = [m for m in have if m not in models]
+    if left_out:
+        result.notes.append(f"--models: trials of {', '.join(left_out)} left out")
+    return trials.filter(pl.col("model").is_in(list(models)))
 
 
 def _add_gate(result: Result, data: TrialValues, chosen: list[str], only: bool) -> bool:

@@ -61,12 +61,16 @@ class ScalingSettings:
     """Fit the experiments read as one family (--pool-experiments) instead of one group each:
     a learning-rate grid, its extensions and more seeds at its chosen rates, each its own
     experiment, choose each size's rate together."""
+    models: tuple[str, ...] | None = None
+    """Only the trials of these model presets (--models); None: every size the store has. A
+    study that drops a size after its learning-rate grid keeps the grid's trials in its store
+    and names the sizes it fits here."""
     gate_only: bool = False
     """Only the sanity gate (--gate): CE falls with N at the chosen learning rates, and each
     size's best learning rate lies inside its grid."""
 
     def __post_init__(self) -> None:
-        freeze_lists(self, ("metrics", "axes", "by", "statuses"))
+        freeze_lists(self, ("metrics", "axes", "by", "statuses", "models"))
         check_level(self.level)
         if self.params not in PARAM_METRICS:
             raise ResultsError(
@@ -100,4 +104,5 @@ class ScalingSettings:
             "fit_bootstrap": self.n_boot_fit,
             "gate_only": self.gate_only,
             "pool_experiments": self.pool_experiments,
+            "models": list(self.models) if self.models is not None else None,
         }

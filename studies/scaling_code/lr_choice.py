@@ -5,6 +5,8 @@
        (nothing when every size's rate is inside)
     python studies/scaling_code/lr_choice.py chosen RESULTS
     -> grid.presets=["h32l1",...] grid.lrs={"h32l1":[0.01],...}   (each size's chosen rate)
+    python studies/scaling_code/lr_choice.py family
+    -> h16l1,h32l1,tiny,h64l3,xs,h128l5   (the study's sizes, for `analysis scaling --models`)
 
 The choice per size is `python -m analysis scaling RESULTS --gate --pool-experiments` on the
 grid's experiments: the rate with the lowest final held-out CE of seed 0 (the gate's seed-1
@@ -59,6 +61,7 @@ def choices(results: str) -> list[dict[str, Any]]:
     result, _, _ = run(argv)
     table = next(t for t in result.tables if t.name == "scaling_gate_lr")
     rows = table.data.iter_rows(named=True)
+    # FAMILY filters here, not by --models: before a size's grid has run it has no trial
     return [r for r in rows if r["loss"] == "mle" and r["model"] in FAMILY]
 
 
@@ -93,6 +96,9 @@ def overrides(lrs: dict[str, list[float]], extension: bool) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if argv == ["family"]:
+        print(",".join(FAMILY))
+        return 0
     if len(argv) != 2 or argv[0] not in ("extend", "chosen"):
         sys.exit(__doc__)
     rows = choices(argv[1])

@@ -6,16 +6,20 @@ The seed-to-seed spread comes from the gate: per size the two seeds (grid seed 0
 at the chosen rate, pooled over the sizes (`analysis.scaling.gate.pooled_sd`) for each metric.
 S4 pairs compensated with mle per (size, seed) unit, so n = sizes × seeds pairs; the sd of a
 pair's difference is taken as √2 × the pooled seed sd (the two arms as if independent: pairing
-by seed can only shrink it). Printed per seed count: the power of S4's TOST on EE at ±0.02 when
-the true difference is 0, and the smallest log-confidence difference its paired t-test detects
-with 80% power (α = 0.05, two-sided); `analysis.power_stats` computes both.
+by seed should shrink it). Printed per seed count: the power of S4's TOST on EE at ±0.02 and
+at the registered margin (tables.EE_MARGIN) when the true difference is 0, and the smallest
+log-confidence difference its paired t-test detects with 80% power (α = 0.05, two-sided);
+`analysis.power_stats` computes both.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections import defaultdict
+
+import polars as pl
+from lr_choice import FAMILY
+from tables import EE_MARGIN
 
 from analysis.__main__ import run
 from analysis.power_stats import minimal_detectable_effect, tost_power
@@ -23,22 +27,27 @@ from analysis.scaling.gate import pooled_sd
 
 SPLIT = "eval/test"
 METRICS = ("ce", "error_entropy", "self_alignment", "log_confidence")
-SIZES = 6
-EE_MARGIN = 0.02
+SIZES = len(FAMILY)
 ALPHA = 0.05
 
 
 def seed_sds(results: str, experiments: str) -> dict[str, float | None]:
-    """The pooled seed sd of each metric at the chosen rates, from the gate's trials."""
+    """The pooled seed sd of each metric at the chosen rates, from the gate's trials: every
+    trial a point (--aggregate trial), the sd over each size's seeds, pooled over the sizes."""
     metrics = ",".join(f"{SPLIT}/{m}" for m in METRICS)
     argv = ["scaling", results, "--experiment", experiments, "--pool-experiments"]
+    argv += ["--models", ",".join(FAMILY), "--aggregate", "trial"]
     result, _, _ = run([*argv, "--metrics", metrics, "--bootstrap", "10", "--axis", "N"])
-    points = next(t for t in result.tables if t.name == "scaling_points")
-    by_metric: dict[str, list[tuple[float | None, int]]] = defaultdict(list)
-    for r in points.data.filter(points.data["loss"] == "mle").iter_rows(named=True):
-        by_metric[r["metric"]].append((r["sd"], r["trials"]))
+    points = next(t for t in result.tables if t.name == "scaling_points").data
+    per_size = (
+        points.filter(pl.col("loss") == "mle")
+        .group_by("metric", "model")
+        .agg(pl.col("mean").std().alias("sd"), pl.len().alias("seeds"))
+        .sort("metric", "model")
+    )
     return {
-        m: pooled_sd([sd for sd, _ in v], [k for _, k in v]) for m, v in sorted(by_metric.items())
+        m: pooled_sd(part["sd"].to_list(), part["seeds"].to_list())
+        for (m,), part in per_size.group_by("metric", maintain_order=True)
     }
 
 
@@ -47,12 +56,12 @@ def main(results: str, experiments: str) -> None:
     for metric, sd in sds.items():
         print(f"{metric}: pooled seed sd {sd:.4f}" if sd is not None else f"{metric}: no sd")
     ee, lc = sds[f"{SPLIT}/error_entropy"], sds[f"{SPLIT}/log_confidence"]
-    print("seeds  pairs  TOST power EE ±0.02  log C detectable (80%)")
-    for seeds in (2, 3, 4, 5):
+    print(f"seeds  pairs  TOST power EE ±0.02  ±{EE_MARGIN}  log C detectable (80%)")
+    for seeds in (2, 3, 4, 5, 6):
         n = SIZES * seeds
-        tost = tost_power(EE_MARGIN, math.sqrt(2) * ee, n, ALPHA)
+        tost = [tost_power(m, math.sqrt(2) * ee, n, ALPHA) for m in (0.02, EE_MARGIN)]
         mde = minimal_detectable_effect(math.sqrt(2) * lc, n, ALPHA, 0.8)
-        print(f"{seeds:5d}  {n:5d}  {tost:19.3f}  {mde:.4f}")
+        print(f"{seeds:5d}  {n:5d}  {tost[0]:19.3f}  {tost[1]:5.3f}  {mde:.4f}")
 
 
 if __name__ == "__main__":
