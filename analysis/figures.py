@@ -147,7 +147,8 @@ def plot_scaling(
 
     `entries` are the scaling result's figure data for one split and axis: dicts with group,
     metric, axis, n (x per point), m (M per point), half (CI half widths, nan where none), plain
-    (PowerLawFit or None) and saturating (SaturatingFit or None).
+    (PowerLawFit or None), saturating (SaturatingFit or None) and, optionally, huber ((E, A, α)
+    of E + A·N^−α fitted by Huber loss, dotted; absent or None: not drawn).
     """
     metrics = [m for m in metrics if any(e["metric"] == m for e in entries)]
     if not metrics:
@@ -171,7 +172,10 @@ def plot_scaling(
         ax.grid(alpha=0.3, which="both")
         if len(groups) <= MAX_LEGEND:
             ax.legend(fontsize=6.5, loc="best")
-    fig.suptitle(title + "  (solid: plain power law; dashed: E + A·N^a)", fontsize=10)
+    huber = any(e.get("huber") is not None for e in entries)
+    forms = "solid: plain power law; dashed: E + A·N^a"
+    forms += "; dotted: by Huber loss" if huber else ""
+    fig.suptitle(f"{title}  ({forms})", fontsize=10)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
@@ -191,6 +195,9 @@ def _scaling_group(ax: Any, e: dict[str, Any], color: Any) -> bool:
         label += f": a={plain.a:.3g}"
     if sat is not None:
         label += f"; E={sat.E:.3g}, a={sat.a:.3g}"
+    huber = e.get("huber")
+    if huber is not None:
+        label += f"; Huber E={huber[0]:.3g}, α={huber[2]:.3g}"
     err = np.where(np.isfinite(half), half, 0.0)[ok]
     ax.errorbar(
         n[ok], shown[ok], yerr=err, fmt="o", ms=3.5, color=color, alpha=0.8, lw=0.8, label=label
@@ -200,6 +207,9 @@ def _scaling_group(ax: Any, e: dict[str, Any], color: Any) -> bool:
         ax.plot(grid, np.abs(plain.predict(grid)), color=color, lw=1.3)
     if sat is not None:
         ax.plot(grid, np.abs(sat.predict(grid)), color=color, lw=1.1, ls="--")
+    if huber is not None:
+        big_e, big_a, alpha = huber
+        ax.plot(grid, np.abs(big_e + big_a * grid**-alpha), color=color, lw=1.1, ls=":")
     return bool(np.all(m < 0))
 
 

@@ -279,6 +279,8 @@ def _fit_line(
         )
         plain = {f"plain_{k}": out.plain[-1][k] for k in ("a", "a_ci_low", "a_ci_high")}
         out.huber.append({**key, **robust, **plain})
+        if robust["E"] is not None:  # the figure draws the field's fit beside the other two
+            out.figure[-1]["huber"] = (robust["E"], robust["A"], robust["alpha"])
     return fitted
 
 
@@ -325,6 +327,7 @@ def _add_fit(
             "half": np.array([np.nan if h is None else h for h in half]),
             "plain": fits.plain,
             "saturating": fits.saturating,
+            "huber": None,  # (E, A, α) of the Huber fit, with --robust
         }
     )
     return key

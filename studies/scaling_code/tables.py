@@ -23,6 +23,7 @@ from lr_choice import FAMILY
 
 from analysis.__main__ import run as analysis_run
 from analysis.__main__ import save
+from analysis.figures import plot_scaling
 
 EXPERIMENT = "scaling-code-main"
 SPLIT = "eval/test"
@@ -182,10 +183,23 @@ def write_verdicts(out: Path, found: list[dict[str, Any]]) -> None:
     (out / "verdicts.md").write_text("\n".join(lines) + "\n")
 
 
-def run(out: Path, name: str, args: list[str], index: list[str]) -> None:
-    """One analysis command, saved as OUT/<name>.md and OUT/<name>.json."""
-    save(args, out / name)
+def run(out: Path, name: str, args: list[str], index: list[str]) -> Any:
+    """One analysis command, saved as OUT/<name>.md and OUT/<name>.json; its result."""
+    result = save(args, out / name)
     index.append(f"{name}: python -m analysis {shlex.join(args)}")
+    return result
+
+
+def draw_fits(out: Path, result: Any, index: list[str]) -> None:
+    """OUT/fits_<loss>.png: log-log panels of CE, EE, SA and log-confidence against N with the
+    plain power law, the saturating form by least squares and by Huber loss (the main run)."""
+    metrics = [f"{SPLIT}/{m}" for m in DECOMPOSITION]
+    entries = [e for e in result.figure_data["scaling"] if e["axis"] == "N"]
+    for loss in sorted({e["group"] for e in entries}):
+        mine = [e for e in entries if e["group"] == loss]
+        path = out / f"fits_{loss.replace('=', '_').replace(' ', '_')}.png"
+        plot_scaling(mine, metrics, path, f"study 4, {loss}, held-out ({SPLIT})")
+        index.append(f"{path.name}: the scaling run's fits, {loss}")
 
 
 def grid_experiments(root: str) -> str:
@@ -204,7 +218,7 @@ def main(root: str, out_dir: str) -> None:
     metrics = ",".join(f"{SPLIT}/{m}" for m in DECOMPOSITION)
     scaling = ["scaling", root, "--experiment", EXPERIMENT, "--metrics", metrics]
     robust = ["--robust", "--fit-bootstrap", "200", "--bootstrap", "2000", "--seed", "0"]
-    run(out, "scaling", [*scaling, *robust], index)
+    draw_fits(out, run(out, "scaling", [*scaling, *robust], index), index)
     bounded = [f"{SPLIT}/self_alignment", f"{SPLIT}/log_confidence"]
     s3_args = ["scaling", root, "--experiment", EXPERIMENT, "--metrics", ",".join(bounded)]
     run(out, "S3", [*s3_args, "--level", "0.90", "--seed", "0"], index)

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from trainables.metrics import CEDecomposition
+from trainables.metrics.decomposition import ranked_tokens
 
 LOG2 = math.log(2.0)
 
@@ -220,3 +221,26 @@ def test_row_chunking_gives_the_same_sums(monkeypatch: pytest.MonkeyPatch) -> No
         dec.update(lg, lb)
     for key, value in slow_decomposition(logits, labels).items():
         assert dec.compute()[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
+
+
+def test_ranked_pairs_of_any_subset_decompose_like_their_logits() -> None:
+    # The per-token (rank error, log P) pairs of ranked_tokens, added back with add_ranked, give
+    # what update gives for the same tokens; the first k pairs give the first k tokens' values
+    # (the slow loop implementation on those tokens alone is the reference).
+    torch.manual_seed(3)
+    logits = torch.randn(1, 41, 7, dtype=torch.float64)  # (1, T, V): 40 scored tokens
+    labels = torch.randint(0, 7, (1, 41))
+    rank, log_p = ranked_tokens(logits[0, :-1], labels[0, 1:])
+    assert rank.dtype == torch.int64 and rank.shape == (40,) and log_p.shape == (40,)
+    for k in (1, 9, 40):
+        dec = CEDecomposition(vocab_size=7)
+        dec.add_ranked(rank[:k], log_p[:k])
+        want = slow_decomposition([logits[:, : k + 1]], [labels[:, : k + 1]])
+        assert dec.compute() == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def test_add_ranked_needs_the_vocabulary_and_a_rank_below_it() -> None:
+    with pytest.raises(ValueError, match="vocab_size"):
+        CEDecomposition().add_ranked(torch.tensor([0]), torch.tensor([-1.0]))
+    with pytest.raises(ValueError, match="not below the vocabulary size 3"):
+        CEDecomposition(vocab_size=3).add_ranked(torch.tensor([3]), torch.tensor([-1.0]))

@@ -28,6 +28,26 @@ from trainables.metrics.shift import shift_for_next_token
 _UPCAST_ELEMENTS = 1 << 24
 
 
+@torch.no_grad()
+def ranked_tokens(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per scored token (logits (N, V), targets (N,)): its rank error, the number of vocabulary
+    entries whose logit is strictly above the correct token's (N,) int64, and log P of the
+    correct token (N,) float64. Upcasts a bounded number of rows at a time."""
+    chunk = max(1, _UPCAST_ELEMENTS // max(1, logits.shape[-1]))
+    ranks, log_ps = [], []
+    for start in range(0, targets.numel(), chunk):
+        rows = logits[start : start + chunk]  # (n, V)
+        target = targets[start : start + chunk, None]  # (n, 1)
+        correct = rows.gather(1, target)  # (n, 1)
+        # The rank is read in the input dtype: the model's own ordering, ties included.
+        ranks.append((rows > correct).sum(dim=1))  # (n,)
+        rows64 = rows.double()
+        log_ps.append(rows64.gather(1, target).squeeze(1) - torch.logsumexp(rows64, dim=1))
+    if not ranks:
+        return torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.float64)
+    return torch.cat(ranks), torch.cat(log_ps)
+
+
 class CEDecomposition:
     """Accumulates the CE decomposition over an evaluation set.
 
@@ -72,19 +92,25 @@ class CEDecomposition:
                 f"labels must be -100 or in [0, {vocab}); got values in "
                 f"[{int(flat_targets.min())}, {int(flat_targets.max())}]"
             )
-        sums = self._accumulator(logits.device)
-        chunk = max(1, _UPCAST_ELEMENTS // vocab)
-        for start in range(0, flat_targets.numel(), chunk):
-            rows = flat_logits[start : start + chunk]  # (n, V)
-            target = flat_targets[start : start + chunk, None]  # (n, 1)
-            correct = rows.gather(1, target)  # (n, 1)
-            # The rank is read in the input dtype: the model's own ordering, ties included.
-            rank_error = (rows > correct).sum(dim=1)  # (n,)
-            rows64 = rows.double()
-            log_p = rows64.gather(1, target).squeeze(1) - torch.logsumexp(rows64, dim=1)  # (n,)
-            rank_error = rank_error.to(sums.device)
-            sums[0].index_add_(0, rank_error, torch.ones_like(log_p, device=sums.device))
-            sums[1].index_add_(0, rank_error, log_p.to(sums.device))
+        self.add_ranked(*ranked_tokens(flat_logits, flat_targets))
+
+    @torch.no_grad()
+    def add_ranked(self, rank_error: torch.Tensor, log_p: torch.Tensor) -> None:
+        """Add scored tokens given as their rank errors (N,) and log P of the correct token
+        (N,), as `ranked_tokens` returns them: what `update` adds for its logits. Lets a caller
+        keep the per-token pairs and decompose any subset of them (e.g. the first n tokens)."""
+        if self.vocab_size is None:
+            raise ValueError("add_ranked needs the vocabulary size: give vocab_size")
+        if rank_error.numel() and int(rank_error.max()) >= self.vocab_size:
+            raise ValueError(
+                f"rank error {int(rank_error.max())} is not below the vocabulary size "
+                f"{self.vocab_size}"
+            )
+        sums = self._accumulator(log_p.device)
+        log_p = log_p.to(sums.device, torch.float64)
+        rank_error = rank_error.to(sums.device, torch.int64)
+        sums[0].index_add_(0, rank_error, torch.ones_like(log_p))
+        sums[1].index_add_(0, rank_error, log_p)
 
     def all_reduce(self) -> None:
         """Sum the accumulators over torch.distributed ranks when it is initialised; a no-op

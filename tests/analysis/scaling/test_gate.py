@@ -181,3 +181,24 @@ def test_one_size_fails_the_gate_and_says_why(tmp_path: Path) -> None:
         "sanity gate: FAIL",
         "gate loss=mle test: FAIL; one size (CE 2.02): nothing to scale",
     ]
+
+
+def test_models_fits_only_the_sizes_named(tmp_path: Path) -> None:
+    # d's CE rises above c's, so the four sizes fail the gate; a study that left d out (as study
+    # 4 left out `s`) names the three it fits: the gate reads a, b, c alone and passes.
+    values = grid({**FALLING, "d": [FALLING["c"][0] + 0.05, FALLING["c"][1] + 0.05]})
+    store = open_store(write_store(tmp_path, values))
+    assert not table(scaling(store), "scaling_gate").row(0, named=True)["passed"]
+    result = scaling(store, models=("a", "b", "c"), gate_only=True)
+    summary = table(result, "scaling_gate").row(0, named=True)
+    assert summary["passed"] and summary["sizes"] == 3
+    assert "--models: trials of d left out" in result.notes
+
+
+def test_models_naming_a_size_the_store_lacks_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_store(tmp_path, grid(FALLING))
+    assert main(["scaling", str(root), "--gate", "--models", "a,e"]) == 2
+    err = capsys.readouterr().err
+    assert "--models: no trial of e in the store (its models: a, b, c, d)" in err

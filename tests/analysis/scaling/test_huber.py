@@ -14,6 +14,7 @@ import pytest
 from scipy import optimize
 
 from analysis.__main__ import main
+from analysis.figures import plot_scaling
 from analysis.scaling import scaling
 from analysis.scaling.bootstrap import resampled_points, unit_draws
 from analysis.scaling.huber import HUBER_DELTA, _scaled, fit_huber, objective
@@ -162,6 +163,14 @@ def test_robust_tables_of_the_command(tmp_path, capsys) -> None:
     assert "scaling_huber" not in {t.name for t in scaling(open_store(root)).tables}
     assert main(["scaling", str(root), "--robust", "--fit-bootstrap", "5"]) == 0
     assert "Huber loss" in capsys.readouterr().out
+    # The figure's series carry the same fit, and plot_scaling draws it (dotted) beside the two
+    # least-squares forms; without --robust there is none to draw.
+    entry = next(e for e in result.figure_data["scaling"] if e["metric"] == "eval/test/ce")
+    assert entry["huber"] == (row["E"], row["A"], row["alpha"])
+    plain = scaling(open_store(root)).figure_data["scaling"]
+    assert all(e["huber"] is None for e in plain)
+    png = plot_scaling([entry], ["eval/test/ce"], tmp_path / "ce.png", "ce")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_joint_fit_recovers_known_parameters() -> None:
