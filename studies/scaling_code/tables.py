@@ -34,8 +34,9 @@ correction)."""
 EE_MARGIN = 0.03
 """S4's equivalence margin on EE (nats): "without hurting EE" is |Δ EE| < 0.03, shown by TOST
 (README, "Power": a quarter of the family's smallest step in CE between adjacent sizes)."""
-EXPONENT_BOUND = 0.05
-"""S3's bound ε on the plain exponent a of SA and of log-confidence (M = c·N^a)."""
+EXPONENT_BOUND = 0.01
+"""S3's bound ε on the plain exponent a of SA and of log-confidence (M = c·N^a), as registered
+(README, "Power": a fifth of the pilot's CE exponent, −0.056)."""
 S1_FORM = "huber"
 """S1 is judged on the saturating form fitted by the Huber loss (the field's); plain reported."""
 

@@ -54,11 +54,12 @@ def power(sa: tuple[float, float], lc: tuple[float, float]) -> list[dict]:
 @pytest.mark.parametrize(
     ("sa", "lc", "expected"),
     [
-        ((-0.03, 0.02), (-0.01, 0.04), "supported"),  # both within ±0.05
-        ((-0.03, 0.02), (0.02, 0.07), "inconclusive"),  # lc's interval crosses the bound
-        ((-0.03, 0.02), (0.06, 0.09), "not supported"),  # lc's exponent is beyond +0.05
-        ((-0.12, -0.06), (-0.01, 0.01), "not supported"),  # sa's beyond −0.05
-        ((None, None), (-0.01, 0.01), "inconclusive"),
+        ((-0.006, 0.004), (-0.002, 0.008), "supported"),  # both within ±0.01 (registered)
+        ((-0.006, 0.004), (0.004, 0.014), "inconclusive"),  # lc's interval crosses the bound
+        ((-0.006, 0.004), (0.015, 0.041), "not supported"),  # lc's exponent is beyond +0.01
+        ((-0.094, -0.069), (-0.002, 0.002), "not supported"),  # sa's beyond −0.01
+        ((-0.03, 0.02), (-0.01, 0.04), "inconclusive"),  # within ±0.05 is not within ±0.01
+        ((None, None), (-0.002, 0.002), "inconclusive"),
     ],
 )
 def test_s3_is_a_bounded_claim(sa, lc, expected):
