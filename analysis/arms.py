@@ -95,17 +95,25 @@ def _arm_keys(
     by: Sequence[str],
     pool: Sequence[str],
     block: Sequence[str],
-) -> list[str]:
-    """`by` plus every other configuration column that varies within a `by` group."""
+) -> tuple[list[str], list[str]]:
+    """`by` plus every other configuration column that varies within a `by` group; and the
+    varying columns left out because the block decides them (one value per block)."""
     # Pooled columns may vary inside an arm (one study run as several experiments); so may block
     # columns, whose values then tell an arm's units apart (a unit is a block and a seed).
     others = [c for c in configs if c not in by and c != "seed" and c not in pool]
     others = [c for c in others if c not in block]
     keys = list(by)
-    if others and trials.height:
-        spread = trials.group_by(list(by)).agg(pl.col(c).n_unique() for c in others)
-        keys += [c for c in others if spread[c].max() > 1]
-    return keys
+    if not (others and trials.height):
+        return keys, []
+    spread = trials.group_by(list(by)).agg(pl.col(c).n_unique() for c in others)
+    varying = [c for c in others if spread[c].max() > 1]
+    decided: list[str] = []
+    if block:
+        # A column with one value per block (a learning rate chosen per model size) goes with
+        # the block: paired units share it, so it need not split the arms.
+        within = trials.group_by(list(block)).agg(pl.col(c).n_unique() for c in varying)
+        decided = [c for c in varying if within[c].max() <= 1]
+    return keys + [c for c in varying if c not in decided], decided
 
 
 def _seed_key(trials: pl.DataFrame, block: Sequence[str]) -> pl.Expr:
@@ -186,9 +194,14 @@ def assign_arms(
     that vary within a `by` group."""
     configs = config_columns(trials)
     _check_columns(configs, by, pool, block)
-    keys = _arm_keys(trials, configs, by, pool, block)
+    keys, decided = _arm_keys(trials, configs, by, pool, block)
     seed_key = _seed_key(trials, block)
     notes = _unit_notes(trials, pool, block)
+    if decided:
+        notes.append(
+            f"{', '.join(decided)} varies with {'/'.join(block)} (one value per block): a unit "
+            "carries its block's value, so paired units share it and it does not split the arms"
+        )
     # `experiment` may itself be a key (several experiments, the same losses): select it once.
     members = trials.select(
         "experiment",

@@ -445,3 +445,38 @@ def test_block_pairs_units_across_model_sizes(tmp_path: Path) -> None:
     assert record["mean_diff"] == pytest.approx(float((wide["del"] - wide["mle"]).mean()), rel=1e-9)
     assert record["p"] == pytest.approx(t.pvalue, rel=1e-9)
     assert any(n.startswith("blocks of model") for n in result.notes)
+
+
+def test_a_rate_chosen_per_block_goes_with_the_block(tmp_path: Path) -> None:
+    # A scaling study's main run: each size at its own learning rate (tiny 1e-2, s 3e-3). With
+    # `--block model` the rate is the block's, so the arms are the losses alone and a unit
+    # (size, seed) pairs with the baseline's same unit at the same rate; without blocks the rate
+    # splits the arms (trials at different rates are never averaged as seeds).
+    sizes = {"tiny": ({"tiny": 50_000}, (1e-2,)), "s": ({"s": 2_000_000}, (3e-3,))}
+    for name, (size, lrs) in sizes.items():
+        generate_store(
+            tmp_path, experiment=name, losses=("mle", "del"), seeds=(0, 1), sizes=size, lrs=lrs
+        )
+    common = {"metrics": ["eval/test/ce"], "values": [FINAL], "pool": ["experiment"]}
+    blocked = ablation(open_store(tmp_path), AblationSettings(**common, block=["model"]))
+    assert [r[0] for r in blocked.tables[0].rows] == ["mle", "del"]
+    assert [r[1] for r in blocked.tables[0].rows] == ["4", "4"]
+    record = next(r for r in blocked.tables[0].data.to_dicts() if r["arm"] == "del")
+    assert record["n_pairs"] == 4
+    assert any(n.startswith("lr varies with model (one value per block)") for n in blocked.notes)
+    split = ablation(open_store(tmp_path), AblationSettings(**common))
+    assert [r[0] for r in split.tables[0].rows] == [
+        "mle (lr=0.003, model=s)",
+        "mle (lr=0.01, model=tiny)",
+        "del (lr=0.003, model=s)",
+        "del (lr=0.01, model=tiny)",
+    ]
+    # a rate that varies inside a block still splits the arms
+    generate_store(tmp_path / "grid", losses=("mle", "del"), seeds=(0, 1), lrs=(1e-3, 1e-2))
+    grid = ablation(open_store(tmp_path / "grid"), AblationSettings(**common, block=["model"]))
+    assert [r[0] for r in grid.tables[0].rows] == [
+        "mle (lr=0.001)",
+        "mle (lr=0.01)",
+        "del (lr=0.001)",
+        "del (lr=0.01)",
+    ]
