@@ -147,6 +147,8 @@ study-scaling-code: venv
 	$(MAKE) study-scaling-code-gate
 	if [ -f $(CODE_STUDY)/main.yaml ]; then \
 	    $(RUN) -m orchestrator sweep $(CODE_STUDY)/main.yaml --results $(CODE_RESULTS); $(SWEPT); \
+	    for e in $$(ls $(CODE_RESULTS)/experiments); do \
+	        $(RUN) -m orchestrator compact $$e --results $(CODE_RESULTS) || exit $$?; done; \
 	    $(MAKE) study-scaling-code-report; \
 	else echo "studies/scaling_code: no main.yaml (registered only after the gate passes)"; fi
 
