@@ -6,11 +6,12 @@
     numsweep compact E [--results DIR]
 
 `sweep` on an experiment that already exists under the results root resumes it (unfinished and
-errored trials continue from their last checkpoint). While it runs, one progress line (redrawn on
-a terminal, periodic lines otherwise); `--verbose` shows Ray Tune's status tables instead. A
-results root may be a URI (s3://bucket/prefix: credentials from the AWS_* variables, a
-non-AWS endpoint from AWS_ENDPOINT_URL). Exit codes: 0 done, 1 some trials failed,
-2 bad input (nothing launched, nothing written).
+errored trials continue from their last checkpoint); where its Ray state is not there (a fresh
+clone of a committed store), the store's finished trials count as done and only the others run.
+While it runs, one progress line (redrawn on a terminal, periodic lines otherwise); `--verbose`
+shows Ray Tune's status tables instead. A results root may be a URI (s3://bucket/prefix:
+credentials from the AWS_* variables, a non-AWS endpoint from AWS_ENDPOINT_URL). Exit codes:
+0 done, 1 some trials failed, 2 bad input (nothing launched, nothing written).
 """
 
 from __future__ import annotations
@@ -176,11 +177,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.config}: {err}") from err
     print(f"numsweep: {sweep.experiment}: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
     digits = checks["digit tokens"] == "yes"
+    left = _store_resume(sweep, root) if resume else None
+    if left is not None:
+        print(f"numsweep: {left.describe(sweep.experiment)}")
 
     if args.dry_run:
         capacity = _dry_run_capacity(args.address)
         print(_plan(sweep, _concurrency_or_usage(sweep, capacity), capacity))
         print(f"results would go to {root}" + (" (resuming)" if resume else ""))
+        return 0
+    if left is not None and not left.runs:
         return 0
 
     from orchestrator.driver import run_sweep
@@ -190,8 +196,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     max_concurrent = _concurrency_or_usage(sweep, cluster_capacity())
     verb = "resuming" if resume else "starting"
     print(f"numsweep: {verb}; Ray ({how}), {max_concurrent} trial(s) at a time, results in {root}")
-    outcome = run_sweep(sweep, root, max_concurrent=max_concurrent, verbose=args.verbose)
+    runs = None if left is None else left.runs
+    outcome = run_sweep(sweep, root, max_concurrent=max_concurrent, runs=runs, verbose=args.verbose)
     return _finish(root, sweep, outcome.n_trials, outcome.n_errors, digits)
+
+
+def _store_resume(sweep: SweepConfig, root: str):
+    """What is left by the store when the experiment's Ray state is not here (a fresh clone of
+    a committed store), else None (Tune restores its runs)."""
+    from orchestrator.store_resume import store_resume
+
+    try:
+        return store_resume(sweep, root)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
 
 
 def _check_tracking(sweep: SweepConfig) -> None:

@@ -179,6 +179,8 @@ class TuneRun:
     name: str
     losses: tuple[str, ...]
     num_trials: int
+    arms: tuple[dict[str, Any], ...] | None = None
+    """A grid's arms to run (None: every arm); fewer when the store has the others finished."""
 
 
 def tune_runs(
@@ -324,7 +326,8 @@ def _tuner(
             scheduler=_scheduler(sweep),
             trial_name_creator=trial_name,
         )
-        param_space = {"arm": tune.grid_search(grid_arms(sweep))}
+        arms = grid_arms(sweep) if run.arms is None else list(run.arms)
+        param_space = {"arm": tune.grid_search(arms)}
     tuner = tune.Tuner(
         trainable,
         param_space=param_space,

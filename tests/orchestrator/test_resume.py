@@ -1,11 +1,13 @@
 """Exactly-once Parquet across a driver crash: kill the sweep driver (SIGKILL, mid-run), run the
 same command again, and compare the Parquet contents with an uninterrupted run of the same sweep:
 the same trials, every step once, the same values (training is deterministic on CPU, and a trial
-resumes from its checkpoint at the same step and data position)."""
+resumes from its checkpoint at the same step and data position). Then the same store without its
+Ray state (a fresh clone of a committed store): nothing runs twice, a missing trial runs alone."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -54,6 +56,15 @@ def max_stored_step(results: Path) -> int:
     return -1 if not parts else int(pl.read_parquet(parts)["step"].max())
 
 
+def drop_trial(results: Path, trial_id: str) -> None:
+    """Remove one trial's rows from every part of the store (as if it never finished there)."""
+    for part in results.glob("*/experiment=crash/part-*.parquet"):
+        kept = pl.read_parquet(part).filter(pl.col("trial_id") != trial_id)
+        part.unlink()
+        if kept.height:
+            kept.write_parquet(part)
+
+
 def by_loss(results: Path) -> dict[tuple[str, int, str], float]:
     """(loss, step, metric) -> value; fails on any duplicate (trial, step, metric)."""
     metrics, trials = tables(results)
@@ -100,3 +111,27 @@ def test_driver_killed_then_resumed_writes_every_step_exactly_once(tmp_path):
     for key, value in uninterrupted.items():
         if not key[2].startswith("perf/"):  # timings differ between runs by nature
             assert resumed[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
+
+    # A fresh clone of the committed store has no Ray state (`experiments/E/ray`, not committed):
+    # the store's finished trials count as done, and the same command runs nothing again...
+    reference_root = tmp_path / "reference"
+    stored = by_loss(reference_root)
+    shutil.rmtree(reference_root / "experiments" / "crash" / "ray")
+    again = sweep(config, reference_root)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "2 of 2 trials finished in the results store: nothing to run" in again.stdout
+    assert by_loss(reference_root) == stored
+    metrics, trials = tables(reference_root)
+    assert trials["trial_id"].n_unique() == 2
+
+    # ...and a trial missing from the store runs alone, afresh, to the same values.
+    del_id = trials.filter(pl.col("loss") == "del")["trial_id"][0]
+    drop_trial(reference_root, del_id)
+    rerun = sweep(config, reference_root)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "1 of 2 trials finished in the results store: running the 1 left afresh" in rerun.stdout
+    rebuilt = by_loss(reference_root)
+    rebuilt = {k: v for k, v in rebuilt.items() if not k[2].startswith("perf/")}
+    assert set(rebuilt) == {k for k in uninterrupted if not k[2].startswith("perf/")}
+    for key, value in rebuilt.items():
+        assert value == pytest.approx(uninterrupted[key], rel=1e-5, abs=1e-7), key
