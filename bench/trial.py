@@ -6,7 +6,7 @@
                           [--train compile=off,compile=on precision=fp32,bf16]
 
 The trial is the demo's (`orchestrator/configs/demo.yaml`: model, data, batch, learning rate,
-ZeRO-2, one Ray Train worker with one CPU) with its preset and step count replaced.
+ZeRO stage 0, one Ray Train worker with one CPU) with its preset and step count replaced.
 
 1. Throughput (per preset): the plain loop (`bench.plain_loop`, one process, one torch thread)
    and the same trial through the CLI (`python -m orchestrator sweep`, one trial) start
@@ -387,17 +387,19 @@ def print_tables(report: dict[str, Any]) -> None:
             )
 
 
-def train_settings(items: list[str]) -> list[dict[str, str]]:
+def train_settings(items: list[str]) -> list[dict[str, str | int]]:
     """`--train` words -> the trial settings to run, in turn: each word is KEY=VALUE, or several
     KEY=VALUE joined by ',' (one setting each); with no words, the demo's own."""
-    settings: list[dict[str, str]] = [{}]
+    settings: list[dict[str, str | int]] = [{}]
     for item in items:
         options = []
         for pair in item.split(","):
             key, sep, value = pair.partition("=")
             if not sep:
                 raise SystemExit(f"--train {item!r}: expected KEY=VALUE")
-            options.append((key, value))
+            # A whole number stays a number (a Literal[0, 1, 2, 3] takes no "2"); the rest
+            # stays text for the config's own parsing (YAML would read off/on as booleans).
+            options.append((key, int(value) if value.lstrip("-").isdigit() else value))
         settings = [{**s, k: v} for s in settings for k, v in options]
     return settings
 

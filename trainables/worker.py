@@ -107,18 +107,21 @@ def train_step(trial: Trial, step: int) -> StepResult:
         normalizer = {k: torch.tensor(v, device=trial.device) for k, v in normalizer.items()}
     engine, parts = trial.engine, trial.loss_fn.parts
     totals = torch.zeros(1 + len(parts), dtype=torch.float64, device=trial.device)  # loss, parts
-    for batch in batches:
+    own_norm = None
+    for micro, batch in enumerate(batches):
         logits = engine(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         out = trial.loss_step(logits, batch["labels"], normalizer)  # logits (B, T, V)
         # Our loss is already this micro-batch's share of the global mean: no scaling by
         # grad_accum, and undo DeepSpeed's average over ranks to get the global-mean gradient.
         engine.backward(out.loss * trial.world_size, scale_wrt_gas=False)
+        if micro == len(batches) - 1 and _engine_forgets_the_norm(engine):
+            own_norm = _grad_norm(engine.module)  # the step's whole gradient, before clipping
         engine.step()
         # Contributions: summed over micro-batches and ranks they give the step's values.
         values = [out.loss.detach(), *(out.parts[p] for p in parts)]
         totals += torch.stack(values).to(torch.float64)
     loss, *part_values = sum_across_ranks(totals).tolist()
-    norm = engine.get_global_grad_norm()
+    norm = engine.get_global_grad_norm() if own_norm is None else own_norm
     return StepResult(
         loss=loss,
         parts=dict(zip(parts, part_values, strict=True)),
@@ -127,6 +130,19 @@ def train_step(trial: Trial, step: int) -> StepResult:
         grad_norm=float(norm) if norm is not None else float("nan"),
         seconds=time.perf_counter() - began,
     )
+
+
+def _engine_forgets_the_norm(engine: Any) -> bool:
+    """DeepSpeed's fp32 engine without ZeRO clips with the gradient norm but does not keep it
+    (`get_global_grad_norm()` is None there); ZeRO stages and the bf16 optimizer keep it."""
+    return engine.zero_optimization_stage() == 0 and not engine.bfloat16_enabled()
+
+
+def _grad_norm(model: torch.nn.Module) -> float:
+    """The L2 norm of every gradient of `model` (complete and, at ZeRO stage 0, already
+    averaged over ranks after the step's last backward), as DeepSpeed's clipping computes it."""
+    norms = [torch.linalg.vector_norm(p.grad) for p in model.parameters() if p.grad is not None]
+    return float(torch.linalg.vector_norm(torch.stack(norms)))
 
 
 def micro_batches(trial: Trial, step: int) -> list[dict[str, torch.Tensor]]:

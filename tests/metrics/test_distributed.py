@@ -97,3 +97,17 @@ def _worker(rank: int, init_file: str) -> None:
 
 def test_all_reduce_over_two_gloo_ranks(tmp_path: Path) -> None:
     mp.spawn(_worker, args=(str(tmp_path / "init"),), nprocs=WORLD, join=True)
+
+
+def test_one_rank_reduces_without_a_collective(tmp_path: Path) -> None:
+    """A trial with one worker still has a (gloo) process group; its sums are the values
+    themselves, so no collective runs (gloo's round trip is pure per-step overhead there)."""
+    from trainables.metrics.distributed import sum_across_ranks
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'init'}", rank=0, world_size=1)
+    try:
+        values = torch.tensor([1.5, 2.0], dtype=torch.float64)
+        assert sum_across_ranks(values) is values  # the same tensor: nothing was sent
+        assert sum_across_ranks([3.0, 4.0]) == [3.0, 4.0]
+    finally:
+        dist.destroy_process_group()

@@ -121,17 +121,19 @@ def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, cache_di
 
 
 @pytest.mark.slow
-def test_a_numsweep_step_is_the_plain_pytorch_step(tmp_path, cache_dir, ray_local):
-    """One Ray Train worker with a DeepSpeed engine (ZeRO-2, as in the demo) and the plain
-    single-process loop of `bench.plain_loop` (torch AdamW, clip_grad_norm_) take the same steps:
-    the same loss at every step, the same gradient norm, the same weights at the end."""
+@pytest.mark.parametrize("zero_stage", [2, 0])
+def test_a_numsweep_step_is_the_plain_pytorch_step(tmp_path, cache_dir, ray_local, zero_stage):
+    """One Ray Train worker with a DeepSpeed engine (ZeRO-2, as in the studies; or no ZeRO, the
+    demo's one-worker trials) and the plain single-process loop of `bench.plain_loop` (torch
+    AdamW, clip_grad_norm_) take the same steps: the same loss at every step, the same gradient
+    norm (at stage 0 the worker's own: DeepSpeed does not keep it), the same weights at the end."""
     from bench import plain_loop
     from trainables.config import TrialConfig
     from trainables.trial_inputs import load_model_and_tokenizer
 
     config = {
         **BASE,
-        "train": {**BASE["train"], "steps": 5, "zero_stage": 2, "grad_accum": 2},
+        "train": {**BASE["train"], "steps": 5, "zero_stage": zero_stage, "grad_accum": 2},
         "eval": {"every": 1, "batch_size": 12, "generate_examples": 0},
         "cache_dir": cache_dir,
     }

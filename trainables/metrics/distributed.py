@@ -23,8 +23,10 @@ def _collective_device(tensor: torch.Tensor) -> torch.device:
 
 def all_reduce_tensor(tensor: torch.Tensor, op: dist.ReduceOp.RedOpType) -> torch.Tensor:
     """`tensor` reduced with `op` over all ranks (a new tensor on `tensor`'s device), or `tensor`
-    itself when torch.distributed is not initialised."""
-    if not distributed_active():
+    itself when torch.distributed is not initialised or has one rank (a trial with one worker:
+    the reduction is the identity, and gloo's round trip cost 0.1-0.2 ms a call, twice a step,
+    about 2% of a `tiny` step; bench/README.md, "Per-step overhead")."""
+    if not distributed_active() or dist.get_world_size() == 1:
         return tensor
     device = _collective_device(tensor)
     work = tensor.detach().to(device=device, copy=True)

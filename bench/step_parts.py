@@ -1,0 +1,166 @@
+"""Benchmark: where a numsweep training step spends the time a plain PyTorch step does not, part
+by part, side by side.
+
+    python -m bench.step_parts [--preset tiny] [--modes plain zero2 zero0] [--steps 400]
+                               [--rounds 2] [--json OUT]
+
+Each mode runs in its own process (one torch thread, a one-rank gloo process group as a trial
+with one worker has), taking turns over `--rounds`; every step is split into the same parts:
+
+- `counts`: the step's token counts (`target_counts`) and, for numsweep, their sum over ranks;
+- `forward`, `loss` (`mle`, the global-batch normaliser), `backward`;
+- `step`: the optimizer (plain: `clip_grad_norm_` + `torch.optim.AdamW`; numsweep:
+  `engine.step()` of the trial's DeepSpeed config at ZeRO stage 2, the default, or 0);
+- `totals`: the (loss, parts) contributions summed over ranks as the worker does;
+- `norm`: reading the gradient norm.
+
+Batches are random token ids of the demo's shape (16 x 48 tokens, the first 16 unlabelled, a
+512-token vocabulary). A part's time is the median over the steps after the first quarter, and
+a mode's the median over its rounds. The worker's own step is `trainables.worker.train_step`;
+this mirrors its calls in order without Ray Train, so the parts can be timed one by one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_JSON = ROOT / "bench" / "out" / "step_parts.json"
+PARTS = ("counts", "forward", "loss", "backward", "step", "totals", "norm", "all")
+ROWS, LENGTH, PROMPT, VOCAB = 16, 48, 16, 512
+
+
+def one(preset: str, mode: str, steps: int) -> dict[str, float]:
+    """Time `steps` steps of `mode` in this process; median milliseconds per part."""
+    os.environ.update(
+        RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(29000 + os.getpid() % 2000),
+    )  # fmt: skip
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    import torch
+
+    torch.set_num_threads(1)
+    from trainables.losses import build_loss, target_counts
+    from trainables.metrics.distributed import sum_across_ranks
+    from trainables.models.presets import build_model
+
+    model = build_model(preset, VOCAB, 0, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    engine, optimizer = _engine(model, mode)
+    loss_fn = build_loss("mle", None)
+    generator = torch.Generator().manual_seed(0)
+    times: dict[str, list[float]] = {part: [] for part in PARTS}
+    for _ in range(steps):
+        marks = [time.perf_counter()]
+        ids = torch.randint(3, VOCAB, (ROWS, LENGTH), generator=generator)
+        labels = ids.clone()
+        labels[:, :PROMPT] = -100
+        mask = torch.ones_like(ids)
+        n_tokens = float(target_counts(labels, None)["n_tokens"])
+        if engine is not None:
+            n_tokens, _, _ = sum_across_ranks([n_tokens, 0.0, float(mask.sum())])
+        marks.append(time.perf_counter())
+        logits = (engine or model)(input_ids=ids, attention_mask=mask).logits  # (B, T, V)
+        marks.append(time.perf_counter())
+        out = loss_fn(logits, labels, {"n_tokens": n_tokens, "n_digits": 0.0})
+        marks.append(time.perf_counter())
+        if engine is not None:
+            engine.backward(out.loss, scale_wrt_gas=False)
+            marks.append(time.perf_counter())
+            engine.step()
+            marks.append(time.perf_counter())
+            totals = torch.stack([out.loss.detach()]).to(torch.float64)
+            sum_across_ranks(totals).tolist()
+            marks.append(time.perf_counter())
+            engine.get_global_grad_norm()
+        else:
+            out.loss.backward()
+            marks.append(time.perf_counter())
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            marks.append(time.perf_counter())
+            float(out.loss.detach())
+            marks.append(time.perf_counter())
+            float(norm)
+        marks.append(time.perf_counter())
+        for part, began, ended in zip(PARTS, marks, marks[1:], strict=False):
+            times[part].append(ended - began)
+        times["all"].append(marks[-1] - marks[0])
+    warm = steps // 4
+    return {part: 1e3 * statistics.median(values[warm:]) for part, values in times.items()}
+
+
+def _engine(model: Any, mode: str) -> tuple[Any, Any]:
+    """(DeepSpeed engine, None) for a numsweep mode, (None, AdamW) for the plain loop."""
+    import torch
+
+    if mode == "plain":
+        optimizer = torch.optim.AdamW(
+            model.parameters(), lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0
+        )
+        return None, optimizer
+    import deepspeed
+
+    from trainables.config import TrainConfig
+    from trainables.deepspeed_config import deepspeed_config
+    from trainables.deepspeed_ops import announce_jit_builds, trial_ops
+
+    announce_jit_builds(trial_ops(cuda=False, offload_optimizer=False))
+    deepspeed.init_distributed(dist_backend="gloo")
+    stage = {"zero2": 2, "zero0": 0}[mode]
+    train = TrainConfig(micro_batch_size=ROWS, lr=1e-4, zero_stage=stage)
+    config = deepspeed_config(train, 1, bf16=False)
+    engine, *_ = deepspeed.initialize(
+        model=model, model_parameters=list(model.parameters()), config=config
+    )
+    return engine, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="tiny")
+    parser.add_argument("--modes", nargs="+", default=["plain", "zero2", "zero0"])
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    parser.add_argument("--one", nargs=2, metavar=("PRESET", "MODE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(one(args.one[0], args.one[1], args.steps)))
+        return 0
+    runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in args.modes}
+    for _ in range(args.rounds):
+        for mode in args.modes:
+            command = [sys.executable, "-m", "bench.step_parts", "--one", args.preset, mode]
+            done = subprocess.run(
+                [*command, "--steps", str(args.steps)],
+                cwd=ROOT, capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            runs[mode].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    medians = {
+        mode: {part: statistics.median(r[part] for r in rows) for part in PARTS}
+        for mode, rows in runs.items()
+    }
+    print(f"{args.preset}, {ROWS} x {LENGTH} tokens, one thread; ms per step (median)\n")
+    print("| mode | " + " | ".join(PARTS) + " | plain / mode |")
+    print("|---|" + "---:|" * (len(PARTS) + 1))
+    plain = medians.get("plain", {}).get("all")
+    for mode, parts in medians.items():
+        ratio = f"{plain / parts['all']:.2f}" if plain else ""
+        print(f"| {mode} | " + " | ".join(f"{parts[p]:.2f}" for p in PARTS) + f" | {ratio} |")
+    print(f"\nload average {os.getloadavg()}")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"medians": medians, "runs": runs}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
