@@ -59,8 +59,9 @@ def build(model_name: str) -> Any:
     return build_model(model_name, 512, 0, pad_token_id=0, bos_token_id=1, eos_token_id=2)
 
 
-def one(model_name: str, mode: str, steps: int, cache_dir: str) -> dict[str, Any]:
-    """Time `steps` steps of `model_name` in `mode` in this process."""
+def one_rank_process() -> None:
+    """Make this process a one-rank torch.distributed world on one CPU thread, as a trial with
+    one worker of one CPU is (before torch, DeepSpeed or a process group start)."""
     os.environ.update(
         RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(29000 + os.getpid() % 2000),
@@ -69,7 +70,13 @@ def one(model_name: str, mode: str, steps: int, cache_dir: str) -> dict[str, Any
     import torch
 
     torch.set_num_threads(1)
+
+
+def one(model_name: str, mode: str, steps: int, cache_dir: str) -> dict[str, Any]:
+    """Time `steps` steps of `model_name` in `mode` in this process."""
+    one_rank_process()
     import deepspeed
+    import torch
 
     from trainables.compile_step import compile_engine
     from trainables.config import TrainConfig

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.step_modes import one_rank_process
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_JSON = ROOT / "bench" / "out" / "step_parts.json"
 PARTS = ("counts", "forward", "loss", "backward", "step", "totals", "norm", "all")
@@ -40,14 +42,9 @@ ROWS, LENGTH, PROMPT, VOCAB = 16, 48, 16, 512
 
 def one(preset: str, mode: str, steps: int) -> dict[str, float]:
     """Time `steps` steps of `mode` in this process; median milliseconds per part."""
-    os.environ.update(
-        RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(29000 + os.getpid() % 2000),
-    )  # fmt: skip
-    os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    one_rank_process()
     import torch
 
-    torch.set_num_threads(1)
     from trainables.losses import build_loss, target_counts
     from trainables.metrics.distributed import sum_across_ranks
     from trainables.models.presets import build_model
