@@ -38,14 +38,21 @@ def numsweep(*args: str | Path, timeout: float = 900) -> subprocess.CompletedPro
     )
 
 
-def numsweep_background(*args: str | Path) -> subprocess.Popen:
-    """Start the CLI in its own process group (os.killpg kills it and its Ray instance)."""
+def numsweep_background(*args: str | Path, log: Path | None = None) -> subprocess.Popen:
+    """Start the CLI in its own process group (os.killpg kills it and its Ray instance); its
+    output goes to `log` when given (to say why a run ended early), else nowhere."""
     command, env = _command(args)
+    out = subprocess.DEVNULL if log is None else log.open("w")
     return subprocess.Popen(
         command,
         cwd=ROOT,
         env=env,
         start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL,
     )
+
+
+def log_tail(log: Path, chars: int = 3000) -> str:
+    """The end of a background run's log, for an assertion message."""
+    return log.read_text(errors="replace")[-chars:] if log.is_file() else "(no log)"

@@ -24,7 +24,7 @@ import pytest
 from analysis.store import load_trials, open_store, read_latest
 from tests.analysis_fixtures import write_golden_store
 from tests.orchestrator.test_tracking import free_port, stop, wait_http
-from tests.sweep_runs import ROOT, numsweep, numsweep_background, write_sweep
+from tests.sweep_runs import ROOT, log_tail, numsweep, numsweep_background, write_sweep
 
 EXPERIMENT = "s3sweep"
 STEPS = 60
@@ -155,7 +155,8 @@ def test_sweep_on_s3_resumes_and_is_read_where_it_lies(s3, tmp_path, monkeypatch
     monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", "1")
     config = write_sweep(tmp_path, SWEEP)
 
-    first = numsweep_background("sweep", config, "--results", root)
+    log = tmp_path / "first.log"
+    first = numsweep_background("sweep", config, "--results", root, log=log)
     deadline = time.time() + 600
     # Killed once a trial has stored step 10 and Tune has saved its experiment state there
     # (what a resume restores from).
@@ -163,7 +164,7 @@ def test_sweep_on_s3_resumes_and_is_read_where_it_lies(s3, tmp_path, monkeypatch
         if max_stored_step(root) >= 10 and any("experiment_state" in k for k in s3_keys(root)):
             break
         time.sleep(1)
-    assert first.poll() is None, "the sweep finished before it could be killed"
+    assert first.poll() is None, "the sweep ended before it could be killed:\n" + log_tail(log)
     os.killpg(first.pid, signal.SIGKILL)  # the driver and the Ray instance it started
     first.wait()
     keys = s3_keys(root)

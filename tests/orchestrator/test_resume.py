@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.sweep_runs import numsweep, numsweep_background, write_sweep
+from tests.sweep_runs import log_tail, numsweep, numsweep_background, write_sweep
 
 STEPS = 30
 
@@ -41,7 +41,8 @@ SWEEP = {
 
 def sweep(config: Path, results: Path, background: bool = False):
     if background:
-        return numsweep_background("sweep", config, "--results", results)
+        log = results.parent / "background.log"
+        return numsweep_background("sweep", config, "--results", results, log=log)
     return numsweep("sweep", config, "--results", results)
 
 
@@ -85,7 +86,9 @@ def test_driver_killed_then_resumed_writes_every_step_exactly_once(tmp_path):
     deadline = time.time() + 600
     while max_stored_step(results) < 10 and time.time() < deadline and first.poll() is None:
         time.sleep(0.5)
-    assert first.poll() is None, "the sweep finished before it could be killed"
+    assert first.poll() is None, "the sweep ended before it could be killed:\n" + log_tail(
+        tmp_path / "background.log"
+    )
     os.killpg(first.pid, signal.SIGKILL)  # the driver and the Ray instance it started
     first.wait()
     assert 10 <= max_stored_step(results) < STEPS
