@@ -50,13 +50,16 @@ def store_resume(sweep: SweepConfig, root: str) -> StoreResume | None:
     from its Ray state (Tune resumes those itself). UsageError-worthy cases raise ValueError."""
     paths = ExperimentPaths(root, sweep.experiment)
     runs = tune_runs(sweep)
-    if all(tune.Tuner.can_restore(f"{paths.ray_storage}/{run.name}") for run in runs):
+    restorable = {
+        run.name: tune.Tuner.can_restore(f"{paths.ray_storage}/{run.name}") for run in runs
+    }
+    if all(restorable.values()):
         return None
     finished = _finished_trials(root, sweep.experiment)
     left: list[TuneRun] = []
     n_done = 0
     for run in runs:
-        if tune.Tuner.can_restore(f"{paths.ray_storage}/{run.name}"):
+        if restorable[run.name]:
             left.append(run)  # this one resumes from its Ray state
         elif sweep.mode == "grid":
             arms = _arms_left(sweep, finished)
