@@ -22,7 +22,6 @@ from typing import Any
 
 import ray.train
 from ray import tune
-from ray.train.torch import TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
 
 from analysis.results import SCHEMA_VERSION, ExperimentPaths, ResultsStore
@@ -37,6 +36,7 @@ from orchestrator.search_space import (
 )
 from orchestrator.sweep_file import SweepConfig
 from orchestrator.tracking import tracking_callbacks, trial_name
+from orchestrator.trial_trainer import TrialTrainer
 from orchestrator.tune_handover import wait_for_tune
 from trainables.data.text_files import corpus_manifest
 from trainables.entry import train_loop_per_worker
@@ -74,7 +74,7 @@ def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) 
     per_worker = {"CPU": resources.cpus_per_worker}
     if resources.gpus_per_worker:
         per_worker["GPU"] = resources.gpus_per_worker
-    trainer = TorchTrainer(
+    trainer = TrialTrainer(
         train_loop_per_worker,
         train_loop_config={
             **trial_config(sweep_cfg, trial_params(config), trial_id),

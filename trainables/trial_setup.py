@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import deepspeed
 import ray.train
 import torch
 import torch.distributed as dist
@@ -14,6 +13,7 @@ import torch.distributed as dist
 from trainables.compile_step import compile_engine, compile_wanted
 from trainables.config import TrialConfig
 from trainables.deepspeed_config import deepspeed_config
+from trainables.deepspeed_import import import_deepspeed
 from trainables.deepspeed_ops import announce_jit_builds, trial_ops
 from trainables.losses import LOSSES, NumberVocab, build_loss
 from trainables.losses.contract import TokenLoss
@@ -27,6 +27,8 @@ from trainables.trial_inputs import (
     load_model_and_tokenizer,
     load_splits,
 )
+
+deepspeed = import_deepspeed()
 
 
 @dataclass

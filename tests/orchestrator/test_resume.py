@@ -1,32 +1,45 @@
-"""Exactly-once Parquet across a driver crash: kill the sweep driver (SIGKILL, mid-run), run the
-same command again, and compare the Parquet contents with an uninterrupted run of the same sweep:
-the same trials, every step once, the same values (training is deterministic on CPU, and a trial
-resumes from its checkpoint at the same step and data position). Then the same store without its
-Ray state (a fresh clone of a committed store): nothing runs twice, a missing trial runs alone."""
+"""Exactly-once Parquet across a driver crash, on object storage: a sweep writes `--results
+s3://bucket/prefix` (a local S3-compatible server, `tests.orchestrator.s3_server`): its Parquet
+parts, manifest and Ray's checkpoints and experiment state. Its driver is SIGKILLed mid-run and
+the same command run again resumes from the bucket: the same trials, every step stored once;
+`numsweep status` and `python -m analysis` read the bucket where it lies. Then a copy of the
+bucket's store without its Ray state (as a fresh clone of a committed store has it): the same
+command runs nothing again, and a trial missing from the store runs alone, afresh and
+uninterrupted, to the very values its killed-and-resumed run stored (training is deterministic
+on CPU, and a trial resumes from its checkpoint at the same step and data position).
+
+One proof for both the local and the remote store: the results root is one pyarrow filesystem
+either way, and the killed-and-resubmitted job of tests/cluster/test_cluster.py resumes a store
+in a folder."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import polars as pl
+import pyarrow.fs as pafs
 import pytest
 
-from tests.sweep_runs import log_tail, numsweep, numsweep_background, write_sweep
+from analysis.store import load_trials, open_store, read_latest
+from tests.orchestrator.s3_server import s3_keys
+from tests.sweep_runs import ROOT, log_tail, numsweep, numsweep_background, write_sweep
 
-STEPS = 30
-
+EXPERIMENT = "crash"
+STEPS = 60
 SWEEP = {
-    "experiment": "crash",
+    "experiment": EXPERIMENT,
     "mode": "grid",
     "trial": {
         "model": {"preset": "tiny"},
         "data": {
             "modules": ["arithmetic__add_or_sub"],
-            "n_train": 128,
+            "n_train": 64,
             "n_test": 16,
             "max_length": 48,
         },
@@ -39,27 +52,24 @@ SWEEP = {
 }
 
 
-def sweep(config: Path, results: Path, background: bool = False):
-    if background:
-        log = results.parent / "background.log"
-        return numsweep_background("sweep", config, "--results", results, log=log)
-    return numsweep("sweep", config, "--results", results)
+def max_stored_step(root: str) -> int:
+    try:
+        store = open_store(root, [EXPERIMENT])
+    except ValueError:  # nothing written yet
+        return -1
+    latest, _ = read_latest(store, ["eval/test/ce"])
+    return -1 if latest.height == 0 else int(latest["step"].max())
 
 
 def tables(results: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
-    metrics = pl.read_parquet(results / "metrics" / "experiment=crash" / "*.parquet")
-    trials = pl.read_parquet(results / "trials" / "experiment=crash" / "*.parquet")
+    metrics = pl.read_parquet(results / "metrics" / f"experiment={EXPERIMENT}" / "*.parquet")
+    trials = pl.read_parquet(results / "trials" / f"experiment={EXPERIMENT}" / "*.parquet")
     return metrics, trials
-
-
-def max_stored_step(results: Path) -> int:
-    parts = list((results / "metrics" / "experiment=crash").glob("part-*.parquet"))
-    return -1 if not parts else int(pl.read_parquet(parts)["step"].max())
 
 
 def drop_trial(results: Path, trial_id: str) -> None:
     """Remove one trial's rows from every part of the store (as if it never finished there)."""
-    for part in results.glob("*/experiment=crash/part-*.parquet"):
+    for part in results.glob(f"*/experiment={EXPERIMENT}/part-*.parquet"):
         kept = pl.read_parquet(part).filter(pl.col("trial_id") != trial_id)
         part.unlink()
         if kept.height:
@@ -67,74 +77,108 @@ def drop_trial(results: Path, trial_id: str) -> None:
 
 
 def by_loss(results: Path) -> dict[tuple[str, int, str], float]:
-    """(loss, step, metric) -> value; fails on any duplicate (trial, step, metric)."""
+    """(loss, step, metric) -> value, timings left out (they differ between runs by nature);
+    fails on any duplicate (trial, step, metric)."""
     metrics, trials = tables(results)
     assert metrics.group_by("trial_id", "step", "metric").len()["len"].max() == 1
     losses = dict(trials.select("trial_id", "loss").unique().iter_rows())
     return {
         (losses[r["trial_id"]], r["step"], r["metric"]): r["value"]
         for r in metrics.iter_rows(named=True)
+        if not r["metric"].startswith("perf/")
     }
 
 
-@pytest.mark.slow
-def test_driver_killed_then_resumed_writes_every_step_exactly_once(tmp_path):
-    config = write_sweep(tmp_path, SWEEP)
-    results = tmp_path / "results"
-
-    first = sweep(config, results, background=True)
+def kill_midway(config: Path, root: str, log: Path) -> None:
+    """Start the sweep and SIGKILL its driver (and the Ray instance it started) once a trial has
+    stored step 10 and Tune has saved its experiment state (what a resume restores from)."""
+    first = numsweep_background("sweep", config, "--results", root, log=log)
     deadline = time.time() + 600
-    while max_stored_step(results) < 10 and time.time() < deadline and first.poll() is None:
-        time.sleep(0.5)
-    assert first.poll() is None, "the sweep ended before it could be killed:\n" + log_tail(
-        tmp_path / "background.log"
-    )
-    os.killpg(first.pid, signal.SIGKILL)  # the driver and the Ray instance it started
+    while time.time() < deadline and first.poll() is None:
+        if max_stored_step(root) >= 10 and any("experiment_state" in k for k in s3_keys(root)):
+            break
+        time.sleep(1)
+    assert first.poll() is None, "the sweep ended before it could be killed:\n" + log_tail(log)
+    os.killpg(first.pid, signal.SIGKILL)
     first.wait()
-    assert 10 <= max_stored_step(results) < STEPS
 
-    second = sweep(config, results)
+
+def analysis_ablation(root: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "analysis", "ablation", root, "--metric", "eval/test/ce"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_driver_killed_then_resumed_writes_every_step_exactly_once(s3, tmp_path, monkeypatch):
+    root = "s3://numsweep/studies/one"
+    # Tune saves its experiment state at most this often; on a remote store its default spacing
+    # let both trials finish before the state was there.
+    monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", "1")
+    config = write_sweep(tmp_path, SWEEP)
+
+    kill_midway(config, root, tmp_path / "first.log")
+    keys = s3_keys(root)
+    assert any("/checkpoint_" in k for k in keys), keys  # Ray Train's checkpoints are there
+    assert 10 <= max_stored_step(root) < STEPS
+
+    second = numsweep("sweep", config, "--results", root)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert "resuming" in second.stdout
+    keys = s3_keys(root)
+    assert f"numsweep/studies/one/experiments/{EXPERIMENT}/manifest.json" in keys
+    prefix = f"numsweep/studies/one/metrics/experiment={EXPERIMENT}/part-"
+    assert any(k.startswith(prefix) for k in keys)
+    store = open_store(root)
+    trials = load_trials(store)
+    assert trials.height == 2 and set(trials["status"]) == {"TERMINATED"}
+    assert trials["starts"].max() == 2  # killed while running, started again on resume
+    latest, counts = read_latest(store, ["eval/test/ce"])
+    for (trial_id,), rows in latest.group_by("trial_id"):
+        assert sorted(rows["step"]) == list(range(0, STEPS + 1, 5)), trial_id  # each step once
+    assert counts.kept == latest.height
 
-    metrics, trials = tables(results)
-    latest = trials.sort("ts").group_by("trial_id").last()
-    assert latest.height == 2 and set(latest["status"]) == {"TERMINATED"}
+    status = numsweep("status", EXPERIMENT, "--results", root)
+    assert status.returncode == 0, status.stderr[-3000:]
+    assert "2 trial(s): 2 TERMINATED" in status.stdout
+    assert (
+        f"metrics parts: {len(store.metric_files[EXPERIMENT])} in {root}/metrics" in status.stdout
+    )
+    ablation = analysis_ablation(root)
+    assert ablation.returncode == 0, ablation.stderr[-3000:]
+    assert EXPERIMENT in ablation.stdout and "mle" in ablation.stdout and "del" in ablation.stdout
+
+    # A copy of the bucket's prefix in a folder reads the same rows...
+    local = tmp_path / "copy"
+    pafs.copy_files(root, str(local))
+    on_disk = read_latest(open_store(local), ["eval/test/ce"])[0]
+    keys = ["trial_id", "step", "metric"]
+    assert on_disk.sort(keys).equals(latest.sort(keys))
+    metrics, _ = tables(local)
     assert metrics["attempt"].max() == 1  # an interrupted trial counted a second attempt
-    for (trial_id,), rows in metrics.group_by("trial_id"):
-        assert sorted(rows["step"].unique()) == list(range(0, STEPS + 1, 5)), trial_id
+    resumed = by_loss(local)
 
-    reference = sweep(config, tmp_path / "reference")
-    assert reference.returncode == 0, reference.stderr[-3000:]
-    resumed, uninterrupted = by_loss(results), by_loss(tmp_path / "reference")
-    # A resumed attempt reports its own start-up timeline with its first new step.
-    resumed = {k: v for k, v in resumed.items() if not k[2].startswith("perf/startup/")}
-    uninterrupted = {k: v for k, v in uninterrupted.items() if not k[2].startswith("perf/startup/")}
-    assert set(resumed) == set(uninterrupted)  # same trials, steps and metrics, each once
-    for key, value in uninterrupted.items():
-        if not key[2].startswith("perf/"):  # timings differ between runs by nature
-            assert resumed[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
-
-    # A fresh clone of the committed store has no Ray state (`experiments/E/ray`, not committed):
-    # the store's finished trials count as done, and the same command runs nothing again...
-    reference_root = tmp_path / "reference"
-    stored = by_loss(reference_root)
-    shutil.rmtree(reference_root / "experiments" / "crash" / "ray")
-    again = sweep(config, reference_root)
+    # ...and without its Ray state (`experiments/E/ray`, never committed) it is a fresh clone of
+    # a committed store: its finished trials count as done, and the same command runs nothing.
+    shutil.rmtree(local / "experiments" / EXPERIMENT / "ray")
+    again = numsweep("sweep", config, "--results", local)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "2 of 2 trials finished in the results store: nothing to run" in again.stdout
-    assert by_loss(reference_root) == stored
-    metrics, trials = tables(reference_root)
-    assert trials["trial_id"].n_unique() == 2
+    assert by_loss(local) == resumed
 
-    # ...and a trial missing from the store runs alone, afresh, to the same values.
-    del_id = trials.filter(pl.col("loss") == "del")["trial_id"][0]
-    drop_trial(reference_root, del_id)
-    rerun = sweep(config, reference_root)
+    # A trial missing from the store runs alone, afresh and uninterrupted, to the values its
+    # killed-and-resumed run stored.
+    _, trials = tables(local)
+    drop_trial(local, trials.filter(pl.col("loss") == "del")["trial_id"][0])
+    rerun = numsweep("sweep", config, "--results", local)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "1 of 2 trials finished in the results store: running the 1 left afresh" in rerun.stdout
-    rebuilt = by_loss(reference_root)
-    rebuilt = {k: v for k, v in rebuilt.items() if not k[2].startswith("perf/")}
-    assert set(rebuilt) == {k for k in uninterrupted if not k[2].startswith("perf/")}
-    for key, value in rebuilt.items():
-        assert value == pytest.approx(uninterrupted[key], rel=1e-5, abs=1e-7), key
+    rebuilt = by_loss(local)
+    assert set(rebuilt) == set(resumed)  # the same trials, steps and metrics, each once
+    assert any(loss == "del" for loss, _, _ in rebuilt)
+    for key, value in resumed.items():
+        assert rebuilt[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key

@@ -17,9 +17,13 @@ SmolLM2 do), which keeps the embedding share of tiny models from dwarfing the re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig
+
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,10 @@ def build_model(
         bos_token_id=bos_token_id,
         eos_token_id=eos_token_id,
     )
+    # Imported here: transformers' modelling code (torch._dynamo, DTensor) takes 2-3 s to
+    # import, and the sweep's driver reads the presets without ever building a model.
+    from transformers import LlamaForCausalLM
+
     # Initialisation draws from torch's global CPU generator: seed it inside a fork so the
     # caller's RNG stream continues as if nothing happened.
     with torch.random.fork_rng(devices=[]):
