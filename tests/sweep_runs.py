@@ -1,5 +1,6 @@
 """Running the real `python -m orchestrator …` command line from tests, as a user runs it: a
-fresh process (its own embedded Ray instance on 127.0.0.1), never an existing cluster's address."""
+fresh process (its own embedded Ray instance on 127.0.0.1), never an existing cluster's address;
+and `python -m analysis …` on what it wrote."""
 
 from __future__ import annotations
 
@@ -35,6 +36,17 @@ def numsweep(*args: str | Path, timeout: float = 900) -> subprocess.CompletedPro
         text=True,
         timeout=timeout,
         start_new_session=True,
+    )
+
+
+def analysis(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `python -m analysis ARGS` to the end, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "analysis", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

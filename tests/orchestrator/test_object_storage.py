@@ -5,14 +5,11 @@ through `python -m analysis`. A sweep that writes to a bucket, is killed and res
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pyarrow.fs as pafs
 
 from analysis.store import load_trials, open_store, read_latest
 from tests.analysis_fixtures import write_golden_store
-from tests.sweep_runs import ROOT
+from tests.sweep_runs import analysis
 
 
 def test_the_reader_reads_a_bucket_as_it_reads_a_folder(s3, tmp_path) -> None:
@@ -37,22 +34,10 @@ def test_the_reader_reads_a_bucket_as_it_reads_a_folder(s3, tmp_path) -> None:
     assert a.sort(keys).equals(b.sort(keys)) and ca == cb and ca.raw > ca.kept  # repeats dropped
 
     def ablation(where: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "analysis", "ablation", where, "--metric", "eval/test/ce"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = analysis("ablation", where, "--metric", "eval/test/ce")
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout.replace(where, "<root>")
 
     assert ablation(root) == ablation(str(local))
-    missing = subprocess.run(
-        [sys.executable, "-m", "analysis", "ablation", "s3://numsweep/nothing-here"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    missing = analysis("ablation", "s3://numsweep/nothing-here")
     assert missing.returncode == 2 and "s3://numsweep/nothing-here" in missing.stderr

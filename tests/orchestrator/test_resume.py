@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -28,7 +26,7 @@ import pytest
 
 from analysis.store import load_trials, open_store, read_latest
 from tests.orchestrator.s3_server import s3_keys
-from tests.sweep_runs import ROOT, log_tail, numsweep, numsweep_background, write_sweep
+from tests.sweep_runs import analysis, log_tail, numsweep, numsweep_background, write_sweep
 
 EXPERIMENT = "crash"
 STEPS = 60
@@ -103,16 +101,6 @@ def kill_midway(config: Path, root: str, log: Path) -> None:
     first.wait()
 
 
-def analysis_ablation(root: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "analysis", "ablation", root, "--metric", "eval/test/ce"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 @pytest.mark.slow
 def test_driver_killed_then_resumed_writes_every_step_exactly_once(s3, tmp_path, monkeypatch):
     root = "s3://numsweep/studies/one"
@@ -148,7 +136,7 @@ def test_driver_killed_then_resumed_writes_every_step_exactly_once(s3, tmp_path,
     assert (
         f"metrics parts: {len(store.metric_files[EXPERIMENT])} in {root}/metrics" in status.stdout
     )
-    ablation = analysis_ablation(root)
+    ablation = analysis("ablation", root, "--metric", "eval/test/ce")
     assert ablation.returncode == 0, ablation.stderr[-3000:]
     assert EXPERIMENT in ablation.stdout and "mle" in ablation.stdout and "del" in ablation.stdout
 
