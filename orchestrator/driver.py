@@ -286,6 +286,19 @@ def progress_callback(sweep: SweepConfig, run: TuneRun) -> ProgressCallback:
     return ProgressCallback(run.name, run.num_trials, stop and stop.metric, stop and stop.mode)
 
 
+def reuse_actors(sweep: SweepConfig) -> bool:
+    """Whether Tune runs a trial in the process of one that finished (its `reuse_actors`).
+
+    A Tune trial is a Ray actor whose process starts and imports Ray Tune, Train and numsweep
+    before it builds its TorchTrainer: about 3 CPU s of a trial's start-up on the project
+    machine (bench/README.md, "Start-up"), saved for every trial after the first of each
+    concurrent slot. Not with early
+    stopping: Tune would keep a stopped trial's actor for the next trial while the stopped
+    trial's Train run is still in `fit()`, and that actor's reset (2 s, then the new trial
+    fails) cannot end a Train run; a stopped trial's actor is killed instead, as without reuse."""
+    return sweep.early_stopping is None
+
+
 def _tuner(
     sweep: SweepConfig,
     run: TuneRun,
@@ -317,6 +330,7 @@ def _tuner(
             num_samples=run.num_trials,
             max_concurrent_trials=max_concurrent,
             trial_name_creator=trial_name,
+            reuse_actors=reuse_actors(sweep),
         )
         param_space: dict[str, Any] = {}
     else:
@@ -325,6 +339,7 @@ def _tuner(
             max_concurrent_trials=max_concurrent,
             scheduler=_scheduler(sweep),
             trial_name_creator=trial_name,
+            reuse_actors=reuse_actors(sweep),
         )
         arms = grid_arms(sweep) if run.arms is None else list(run.arms)
         param_space = {"arm": tune.grid_search(arms)}

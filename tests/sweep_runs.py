@@ -4,6 +4,7 @@ and `python -m analysis …` on what it wrote."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -68,3 +69,13 @@ def numsweep_background(*args: str | Path, log: Path | None = None) -> subproces
 def log_tail(log: Path, chars: int = 3000) -> str:
     """The end of a background run's log, for an assertion message."""
     return log.read_text(errors="replace")[-chars:] if log.is_file() else "(no log)"
+
+
+def tune_actor_pids(results: Path) -> dict[str, set[int]]:
+    """Trial folder -> the process ids its Tune trial reported from (Ray Tune's own result log,
+    `result.json`, one line per report, in the Ray state under the results store)."""
+    pids: dict[str, set[int]] = {}
+    for log in results.glob("experiments/*/ray/*/*/result.json"):
+        lines = log.read_text().splitlines()
+        pids[log.parent.name] = {json.loads(line)["pid"] for line in lines if line.strip()}
+    return pids

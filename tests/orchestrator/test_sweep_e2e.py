@@ -12,7 +12,7 @@ import pytest
 
 from analysis.metric_registry import family
 from bench.trial import PHASES
-from tests.sweep_runs import ROOT, numsweep, write_sweep
+from tests.sweep_runs import ROOT, numsweep, tune_actor_pids, write_sweep
 
 SWEEP = {
     "experiment": "e2e",
@@ -59,6 +59,10 @@ def test_sweep_writes_complete_parquet(sweep_run):
     assert metrics["experiment"].unique().to_list() == ["e2e"]
     latest = trials.sort("ts").group_by("trial_id").last()
     assert latest.height == 2
+    # Without early stopping the second trial ran in the first one's Tune actor (Tune's
+    # reuse_actors: one Ray worker process fewer to start, driver.reuse_actors).
+    pids = tune_actor_pids(results)
+    assert len(pids) == 2 and len(set.union(*pids.values())) == 1, pids
     assert set(latest["status"]) == {"TERMINATED"}
     assert set(latest["loss"]) <= {"mle", "del"}
     # alpha is sampled only for the loss that takes it.

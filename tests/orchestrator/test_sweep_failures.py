@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tests.sweep_runs import numsweep, write_sweep
+from tests.sweep_runs import numsweep, tune_actor_pids, write_sweep
 
 STEPS = 8
 
@@ -52,3 +52,7 @@ def test_asha_stops_the_worse_trial_and_nan_is_recorded(tmp_path):
     assert slow["status"] == "TERMINATED" and last_step[slow["trial_id"]] < STEPS  # ASHA
     assert blown["status"] == "ERROR"
     assert "non-finite" in blown["error"] or "became" in blown["error"], blown["error"]
+    # With early stopping no trial ran in another's Tune actor: the one ASHA stopped was still
+    # in its Train run when it was stopped (driver.reuse_actors).
+    pids = tune_actor_pids(results)
+    assert len(pids) == 3 and len(set.union(*pids.values())) == 3, pids
