@@ -10,7 +10,8 @@ CONFIG     ?= orchestrator/configs/demo.yaml
 PYTEST_ARGS ?=
 # `make test` runs the suite in this many processes (pytest-xdist), each test file whole on one so
 # that a file's shared Ray instance, sweep or server stays one; the suite is CPU-bound (its trials'
-# start-up), so more processes than cores gain nothing. TEST_WORKERS=0: one process.
+# start-up), so more processes than cores gain nothing. TEST_WORKERS=0: one process. The files go
+# out in collection order, longest first (tests/conftest.py), not xdist's most-tests-first.
 TEST_WORKERS ?= 2
 
 .PHONY: venv demo test lint format bench docs clean smollm smollm-demo s3-server \
@@ -44,7 +45,7 @@ format: venv
 # With the venv first on PATH, as after `. .venv/bin/activate`: processes the tests start through
 # Ray (job entrypoints, `ray` CLIs) find the venv's python, not the system's.
 test: venv smollm s3-server lint
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 bench: venv
 	$(PY) -m bench.losses
