@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from tests.orchestrator.test_tracking import free_port, stop, wait_http
+from tests.servers import free_port, stop, wait_http
 from tests.sweep_runs import ROOT
 
 

@@ -15,13 +15,9 @@ A tracker whose package is missing is an exit-2 error naming the extra, before a
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -29,6 +25,7 @@ import polars as pl
 import pytest
 
 from orchestrator.cli import main
+from tests.servers import free_port, start_server, stop
 from tests.sweep_runs import numsweep, write_sweep
 
 EXPERIMENT = "tracked"
@@ -59,47 +56,6 @@ SWEEP = {
     "resources": {"workers_per_trial": 1, "cpus_per_worker": 1, "max_concurrent_trials": 1},
 }
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
-    """Until `url` answers (an MLflow server takes over a minute to start on a busy machine)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        assert proc.poll() is None, f"server exited with {proc.returncode}"
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"{url} did not answer in {timeout} s")
-
-
-def start_server(command: list[str], url: str, log: Path) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        command, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
-    )
-    try:
-        wait_http(url, proc)
-    except AssertionError:
-        stop(proc)
-        raise AssertionError(log.read_text()[-3000:]) from None
-    return proc
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """End a server started by `start_server` and its children (its own process group)."""
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
