@@ -2,7 +2,7 @@
 
     python -m bench.trial [--presets tiny s] [--steps 200] [--fixed-cost-trials 4]
                           [--losses mle del compensated ...] [--device cpu|cuda]
-                          [--skip throughput fixed] [--json OUT]
+                          [--skip throughput fixed] [--json OUT] [--at-once 2] [--apart]
                           [--train compile=off,compile=on precision=fp32,bf16]
 
 The trial is the demo's (`orchestrator/configs/demo.yaml`: model, data, batch, learning rate,
@@ -18,6 +18,10 @@ ZeRO stage 0, one Ray Train worker with one CPU) with its preset and step count 
    Peak memory: the plain process's peak RSS and the worker's (`perf/peak_mem_mb`). Fixed cost:
    plain = its process start to its first step; numsweep = the Tune trial's start (the Parquet
    trials table) to its first step and to its step-0 report (when the sink received it).
+   `--at-once N` (CPU): N plain loops against a sweep of N trials (seeds 0..N-1, N at a time),
+   each side's median step over its runs while every trial trained (the medians' median).
+   `--apart`: the plain loops first, then the trials, each side alone on the machine (as on a
+   GPU), so that a trial's other processes take CPU from the trials only.
    `--train` runs the throughput comparison once per setting of the trial's training keys
    (each word KEY=VALUE, or alternatives joined by ','), one after another; the plain loop
    stays eager fp32.
@@ -220,45 +224,56 @@ def machine() -> dict[str, Any]:
 
 
 def throughput(
-    preset: str, steps: int, device: str, work: Path, train: dict[str, Any] | None = None
+    preset: str,
+    steps: int,
+    device: str,
+    work: Path,
+    train: dict[str, Any] | None = None,
+    at_once: int = 1,
+    apart: bool = False,
 ) -> dict[str, Any]:
     """Plain loop and numsweep trial of `preset`, started together; the plain loop trains on
     until the trial ends, and its steps while the trial trained are compared with the trial's.
-    `train`: the trial's training keys (the plain loop stays eager fp32 on the CPU)."""
+    `train`: the trial's training keys (the plain loop stays eager fp32 on the CPU). `at_once`
+    (CPU): that many plain loops against one sweep of that many trials (seeds 0..n-1) at once,
+    each side's steps taken while every trial trained. `apart`: the plain loops first, then the
+    trials, each side alone on the machine (always so on a GPU)."""
     every = max(1, steps // 8)
     sweep = single_trial_sweep(f"bench-{preset}", preset, steps, every, "mle", device, train=train)
     config = trial_config_of(sweep, "mle")
+    if at_once > 1:
+        sweep["grid"]["seeds"] = list(range(at_once))
+        sweep["resources"]["max_concurrent_trials"] = at_once
     load_before = load_average()
-    plain_dir, numsweep_dir = work / f"plain-{preset}", work / f"numsweep-{preset}"
-    if device == "cuda":
-        # One GPU: shared by two runs it would time neither; one after the other instead.
-        plain_proc, plain_out = start_plain(config, plain_dir, device)
-        wait(plain_proc, f"plain loop ({preset})", plain_dir)
+    plain_dirs = [work / f"plain-{preset}-{i}" for i in range(at_once)]
+    numsweep_dir = work / f"numsweep-{preset}"
+    apart = apart or device == "cuda"  # one GPU shared by two runs would time neither
+    if apart:
+        plain_runs = [start_plain(config, d, device) for d in plain_dirs]
+        for (proc, _), folder in zip(plain_runs, plain_dirs, strict=True):
+            wait(proc, f"plain loop ({preset})", folder)
         ns_proc, results = start_numsweep(sweep, numsweep_dir)
         wait(ns_proc, f"numsweep trial ({preset})", numsweep_dir)
     else:
-        stop = plain_dir / "stop"
-        plain_proc, plain_out = start_plain(config, plain_dir, device, until=stop)
+        stop = work / f"stop-{preset}"
+        plain_runs = [start_plain(config, d, device, until=stop) for d in plain_dirs]
         try:
             ns_proc, results = start_numsweep(sweep, numsweep_dir)
             wait(ns_proc, f"numsweep trial ({preset})", numsweep_dir)
         finally:
-            stop.touch()  # the plain loop ends after its current step, also if the trial failed
-        wait(plain_proc, f"plain loop ({preset})", plain_dir)
-    plain = json.loads(plain_out.read_text())
-    (trial,) = numsweep_trials(results)
-    during = [
-        t
-        for t, at in zip(plain["step_time_s"], plain["step_end_at"], strict=True)
-        if device == "cuda" or trial["trained_from"] <= at <= trial["trained_until"]
-    ]
-    if len(during) < 2 * every:
-        raise SystemExit(f"{preset}: the plain loop ran only {len(during)} steps during the trial")
-    plain_step = steady(windows(during, every))
-    numsweep_step = steady(trial["step_windows_s"])
+            stop.touch()  # the plain loops end after their current step, also if a trial failed
+        for (proc, _), folder in zip(plain_runs, plain_dirs, strict=True):
+            wait(proc, f"plain loop ({preset})", folder)
+    plains = [json.loads(out.read_text()) for _, out in plain_runs]
+    trials = numsweep_trials(results)
+    plain_steps, compared = plain_steady(plains, trials, every, apart, preset)
+    plain_step = statistics.median(plain_steps)
+    numsweep_step = statistics.median([steady(t["step_windows_s"]) for t in trials])
     return {
         "preset": preset,
         "train": train or {},
+        "at_once": at_once,
+        "apart": apart,
         "steps": steps,
         "window": every,
         "load_before": load_before,
@@ -266,13 +281,34 @@ def throughput(
         "plain_step_s": plain_step,
         "numsweep_step_s": numsweep_step,
         "ratio": plain_step / numsweep_step,
-        "plain_steps_compared": len(during),
-        "plain_first_step_s": plain["startup_s"]["first_step"],
-        "plain_startup_s": plain["startup_s"],
-        "numsweep_timeline_s": trial["timeline_s"],
-        "plain_peak_mem_mb": plain["peak_mem_mb"],
-        "numsweep_peak_mem_mb": trial["peak_mem_mb"],
+        "plain_steps_compared": compared,
+        "plain_first_step_s": plains[0]["startup_s"]["first_step"],
+        "plain_startup_s": plains[0]["startup_s"],
+        "numsweep_timeline_s": trials[0]["timeline_s"],
+        "plain_peak_mem_mb": plains[0]["peak_mem_mb"],
+        "numsweep_peak_mem_mb": trials[0]["peak_mem_mb"],
     }
+
+
+def plain_steady(
+    plains: list[dict[str, Any]], trials: list[dict[str, Any]], every: int, apart: bool, what: str
+) -> tuple[list[float], int]:
+    """Each plain loop's steady step time over its steps while every trial trained (all of them
+    when the two sides ran apart), and the fewest steps one of them had."""
+    trained_from = max(t["trained_from"] for t in trials)  # the latest first step
+    trained_until = min(t["trained_until"] for t in trials)  # the earliest last report
+    steps, fewest = [], None
+    for plain in plains:
+        during = [
+            t
+            for t, at in zip(plain["step_time_s"], plain["step_end_at"], strict=True)
+            if apart or trained_from <= at <= trained_until
+        ]
+        if len(during) < 2 * every:
+            raise SystemExit(f"{what}: a plain loop ran only {len(during)} steps during the trials")
+        steps.append(steady(windows(during, every)))
+        fewest = len(during) if fewest is None else min(fewest, len(during))
+    return steps, fewest or 0
 
 
 def fixed_cost(n_trials: int, steps: int, work: Path) -> dict[str, Any]:
@@ -353,6 +389,10 @@ def print_tables(report: dict[str, Any]) -> None:
         for r in report["throughput"]:
             t = r["numsweep_timeline_s"]
             label = " ".join([r["preset"], *(f"{k}={v}" for k, v in r.get("train", {}).items())])
+            if r.get("at_once", 1) > 1:
+                label += f", {r['at_once']} at once"
+            if r.get("apart"):
+                label += ", apart"
             print(
                 f"| {label} | {r['plain_step_s'] * 1e3:.1f} ms | "
                 f"{r['numsweep_step_s'] * 1e3:.1f} ms | {r['ratio']:.2f} | "
@@ -408,6 +448,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.trial", description=__doc__)
     parser.add_argument("--presets", nargs="+", default=["tiny", "s"])
     parser.add_argument("--steps", type=int, default=200, help="steps of each throughput run")
+    parser.add_argument(
+        "--at-once",
+        type=int,
+        default=1,
+        help="throughput (CPU): this many plain loops against this many trials at once",
+    )
+    parser.add_argument(
+        "--apart",
+        action="store_true",
+        help="throughput: the plain loops first, then the trials, each alone on the machine",
+    )
     parser.add_argument("--fixed-cost-trials", type=int, default=4)
     parser.add_argument("--fixed-cost-steps", type=int, default=50)
     parser.add_argument("--losses", nargs="*", default=[], help="loss-cost mode: these vs mle")
@@ -432,13 +483,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     parser.add_argument("--work", type=Path, help="keep runs here (default: a temporary folder)")
     args = parser.parse_args(argv)
+    if args.at_once > 1 and args.device == "cuda":
+        parser.error("--at-once: on the CPU only (the GPU runs take turns)")
 
     report: dict[str, Any] = {"machine": machine(), "started": time.time()}
     with tempfile.TemporaryDirectory(prefix="bench-trial-") as scratch:
         work = args.work or Path(scratch)
         if "throughput" not in args.skip:
             report["throughput"] = [
-                throughput(preset, args.steps, args.device, work / f"t{i}", train)
+                throughput(
+                    preset, args.steps, args.device, work / f"t{i}", train, args.at_once, args.apart
+                )
                 for preset in args.presets
                 for i, train in enumerate(train_settings(args.train))
             ]
