@@ -292,10 +292,10 @@ def reuse_actors(sweep: SweepConfig) -> bool:
     A Tune trial is a Ray actor whose process starts and imports Ray Tune, Train and numsweep
     before it builds its TorchTrainer: about 3 CPU s of a trial's start-up on the project
     machine (bench/README.md, "Start-up"), saved for every trial after the first of each
-    concurrent slot. Not with early
-    stopping: Tune would keep a stopped trial's actor for the next trial while the stopped
-    trial's Train run is still in `fit()`, and that actor's reset (2 s, then the new trial
-    fails) cannot end a Train run; a stopped trial's actor is killed instead, as without reuse."""
+    concurrent slot. Not with early stopping: Tune would keep a stopped trial's actor for the
+    next trial while the stopped trial's Train run is still in `fit()`, and that actor's reset
+    (2 s, then the new trial fails) cannot end a Train run; a stopped trial's actor is killed
+    instead, as without reuse."""
     return sweep.early_stopping is None
 
 
