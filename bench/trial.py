@@ -297,7 +297,7 @@ def plain_steady(
     when the two sides ran apart), and the fewest steps one of them had."""
     trained_from = max(t["trained_from"] for t in trials)  # the latest first step
     trained_until = min(t["trained_until"] for t in trials)  # the earliest last report
-    steps, fewest = [], None
+    steps, counts = [], []
     for plain in plains:
         during = [
             t
@@ -307,8 +307,8 @@ def plain_steady(
         if len(during) < 2 * every:
             raise SystemExit(f"{what}: a plain loop ran only {len(during)} steps during the trials")
         steps.append(steady(windows(during, every)))
-        fewest = len(during) if fewest is None else min(fewest, len(during))
-    return steps, fewest or 0
+        counts.append(len(during))
+    return steps, min(counts)
 
 
 def fixed_cost(n_trials: int, steps: int, work: Path) -> dict[str, Any]:

@@ -323,24 +323,22 @@ def _tuner(
         # the searcher's state comes back with the Tuner, the study from its storage.
         tuner = tune.Tuner.restore(run_path, trainable, resume_unfinished=True, resume_errored=True)
         return tuner, True
+    # What a search and a grid run share; they differ in where the trials come from.
+    common = {
+        "max_concurrent_trials": max_concurrent,
+        "scheduler": _scheduler(sweep),
+        "trial_name_creator": trial_name,
+        "reuse_actors": reuse_actors(sweep),
+    }
     if sweep.mode == "search":
         tune_config = tune.TuneConfig(
             search_alg=build_searcher(sweep, run, study_storage(sweep, paths)),
-            scheduler=_scheduler(sweep),
             num_samples=run.num_trials,
-            max_concurrent_trials=max_concurrent,
-            trial_name_creator=trial_name,
-            reuse_actors=reuse_actors(sweep),
+            **common,
         )
         param_space: dict[str, Any] = {}
     else:
-        tune_config = tune.TuneConfig(
-            num_samples=1,
-            max_concurrent_trials=max_concurrent,
-            scheduler=_scheduler(sweep),
-            trial_name_creator=trial_name,
-            reuse_actors=reuse_actors(sweep),
-        )
+        tune_config = tune.TuneConfig(num_samples=1, **common)
         arms = grid_arms(sweep) if run.arms is None else list(run.arms)
         param_space = {"arm": tune.grid_search(arms)}
     tuner = tune.Tuner(
