@@ -11,7 +11,15 @@ import sys
 
 from tests.sweep_runs import ROOT
 
-HEAVY = ("transformers.modeling_utils", "torch._dynamo", "deepspeed", "mlflow")
+# LlamaConfig too: its module pulls in transformers' activations and DTensor (0.5 s).
+HEAVY = (
+    "transformers.modeling_utils",
+    "transformers.models.llama",
+    "torch._dynamo",
+    "torch.distributed.tensor",
+    "deepspeed",
+    "mlflow",
+)
 
 
 def test_the_driver_checks_a_sweep_without_the_training_stack() -> None:

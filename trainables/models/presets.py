@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
-from transformers import LlamaConfig
 
 if TYPE_CHECKING:
-    from transformers import LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
 
 @dataclass(frozen=True)
@@ -128,6 +127,10 @@ def llama_config(
     ):
         if token_id is not None and not 0 <= token_id < vocab_size:
             raise ValueError(f"{name}={token_id} is outside the vocabulary [0, {vocab_size})")
+    # Imported here: LlamaConfig pulls in transformers' activations and DTensor sharding code
+    # (0.5 s of the driver's start-up), and the driver only reads the presets.
+    from transformers import LlamaConfig
+
     spec = PRESETS[preset]
     return LlamaConfig(
         vocab_size=vocab_size,
@@ -168,8 +171,8 @@ def build_model(
         bos_token_id=bos_token_id,
         eos_token_id=eos_token_id,
     )
-    # Imported here: transformers' modelling code (torch._dynamo, DTensor) takes 2-3 s to
-    # import, and the sweep's driver reads the presets without ever building a model.
+    # Imported here for the same reason: transformers' modelling code (torch._dynamo) takes
+    # 2-3 s to import.
     from transformers import LlamaForCausalLM
 
     # Initialisation draws from torch's global CPU generator: seed it inside a fork so the
