@@ -5,6 +5,7 @@ at construction) trains like ZeRO-2, and EMO's cost embedding stays frozen."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,34 @@ def ray_local():
     connect(num_cpus=2)
     yield
     ray.shutdown()
+
+
+# Five steps of two micro-batches of 8, every step reported: the config of the runs that compare
+# step by step (the plain loop, data parallelism, the compiled step). With a launch time, each
+# run reports its start-up timeline.
+STEPPED = {
+    **BASE,
+    "train": {**BASE["train"], "steps": 5, "grad_accum": 2},
+    "eval": {"every": 1, "batch_size": 12, "generate_examples": 0},
+    "launched_at": time.time(),
+}
+
+
+@pytest.fixture(scope="module")
+def one_worker(tmp_path_factory, cache_dir, ray_local):
+    """zero_stage -> (the reports, the run's folder) of STEPPED on one worker, run once for the
+    module: the plain-loop, data-parallel and compile tests compare against the same run."""
+    runs: dict[int, tuple[list[dict], Path]] = {}
+
+    def get(zero_stage: int) -> tuple[list[dict], Path]:
+        if zero_stage not in runs:
+            tmp = tmp_path_factory.mktemp(f"one-worker-{zero_stage}")
+            name = "stepped"
+            reports = run(tmp, cache_dir, name, workers=1, config=STEPPED, zero_stage=zero_stage)
+            runs[zero_stage] = reports, tmp / "ray" / name
+        return runs[zero_stage]
+
+    return get
 
 
 def run(
@@ -76,35 +105,33 @@ def run(
 
 
 @pytest.mark.slow
-def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, cache_dir, ray_local):
+def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, cache_dir, one_worker):
     # Same global batch of 16 sequences per step, split three ways.
-    accumulated = run(tmp_path, cache_dir, "accum", workers=1, grad_accum=2, zero_stage=2)[-1]
-    parallel = run(tmp_path, cache_dir, "dp", workers=2, grad_accum=1, zero_stage=2)[-1]
-    zero3 = run(tmp_path, cache_dir, "zero3", workers=2, grad_accum=1, zero_stage=3)[-1]
-    assert accumulated["step"] == parallel["step"] == zero3["step"] == 6
-    for key in (
-        "train/loss",
-        "train/ce",
-        "train/aux",
-        "train/tokens_seen",
-        "eval/test/ce",
-        "eval/test/digit_entropy",
-    ):
-        # Token means over the global batch: the same numbers up to float summation order.
-        assert parallel[key] == pytest.approx(accumulated[key], rel=1e-4), key
-        assert zero3[key] == pytest.approx(parallel[key], rel=1e-4), key
-    assert parallel["eval/test/ce"] < 5.5  # it trained: ln(512) = 6.24 at initialisation
-    # Tokens seen: every non-padding input token of the 6 global batches, counted here from the
+    accumulated, _ = one_worker(2)
+    parallel = run(tmp_path, cache_dir, "dp", workers=2, config=STEPPED, grad_accum=1, zero_stage=2)
+    zero3 = run(tmp_path, cache_dir, "zero3", workers=2, config=STEPPED, grad_accum=1, zero_stage=3)
+    steps = [r["step"] for r in accumulated]
+    assert (
+        steps == [r["step"] for r in parallel] == [r["step"] for r in zero3] == [0, 1, 2, 3, 4, 5]
+    )
+    keys = ("train/loss", "train/ce", "train/aux", "train/tokens_seen", "eval/test/ce")
+    for a, p, z in zip(accumulated[1:], parallel[1:], zero3[1:], strict=True):
+        for key in (*keys, "eval/test/digit_entropy"):
+            # Token means over the global batch: the same numbers up to float summation order.
+            assert p[key] == pytest.approx(a[key], rel=1e-4), (a["step"], key)
+            assert z[key] == pytest.approx(p[key], rel=1e-4), (a["step"], key)
+    assert parallel[-1]["eval/test/ce"] < 5.5  # it trained: ln(512) = 6.24 at initialisation
+    # Tokens seen: every non-padding input token of the 5 global batches, counted here from the
     # examples' lengths in the data order every rank follows.
     from trainables.config import TrialConfig
     from trainables.data_order import micro_batch_indices
     from trainables.trial_inputs import load_splits, load_tokenizer
 
-    cfg = TrialConfig.model_validate({**BASE, "cache_dir": str(tmp_path / "c")})
+    cfg = TrialConfig.model_validate({**STEPPED, "cache_dir": str(tmp_path / "c")})
     train = load_splits(cfg, load_tokenizer(cfg.model, cfg.cache_dir)).train
     expected = sum(
         len(train[i]["input_ids"])
-        for step in range(6)
+        for step in range(5)
         for micro in range(2)
         for i in micro_batch_indices(
             seed=cfg.seed,
@@ -117,12 +144,12 @@ def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, cache_di
             grad_accum=2,
         )
     )
-    assert accumulated["train/tokens_seen"] == expected
+    assert accumulated[-1]["train/tokens_seen"] == expected
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("zero_stage", [2, 0])
-def test_a_numsweep_step_is_the_plain_pytorch_step(tmp_path, cache_dir, ray_local, zero_stage):
+def test_a_numsweep_step_is_the_plain_pytorch_step(cache_dir, one_worker, zero_stage):
     """One Ray Train worker with a DeepSpeed engine (ZeRO-2, as in the studies; or no ZeRO, the
     demo's one-worker trials) and the plain single-process loop of `bench.plain_loop` (torch
     AdamW, clip_grad_norm_) take the same steps: the same loss at every step, the same gradient
@@ -131,20 +158,19 @@ def test_a_numsweep_step_is_the_plain_pytorch_step(tmp_path, cache_dir, ray_loca
     from trainables.config import TrialConfig
     from trainables.trial_inputs import load_model_and_tokenizer
 
+    reports, folder = one_worker(zero_stage)
     config = {
-        **BASE,
-        "train": {**BASE["train"], "steps": 5, "zero_stage": zero_stage, "grad_accum": 2},
-        "eval": {"every": 1, "batch_size": 12, "generate_examples": 0},
+        **STEPPED,
+        "train": {**STEPPED["train"], "zero_stage": zero_stage},
         "cache_dir": cache_dir,
     }
-    reports = run(tmp_path, cache_dir, "same-steps", workers=1, config=config)
     plain = plain_loop.train(config)
     assert [r["step"] for r in reports] == [0, 1, 2, 3, 4, 5]
     trained = reports[1:]  # eval.every=1: each report holds one step's loss and norm
     # Same forward and backward: the loss is the same number; DeepSpeed sums the norm in float64.
     assert [r["train/loss"] for r in trained] == pytest.approx(plain.loss, rel=1e-6)
     assert [r["train/grad_norm"] for r in trained] == pytest.approx(plain.grad_norm, rel=1e-5)
-    (checkpoint,) = (tmp_path / "ray" / "same-steps").glob("checkpoint_*/numsweep")
+    (checkpoint,) = folder.glob("checkpoint_*/numsweep")
     weights = torch.load(checkpoint / "mp_rank_00_model_states.pt", weights_only=False)["module"]
     assert weights.keys() == plain.state.keys()
     for key, value in plain.state.items():
@@ -181,26 +207,22 @@ def test_tiny_fine_tune_improves_held_out_digit_accuracy(tmp_path, cache_dir, ra
 
 
 @pytest.mark.slow
-def test_a_compiled_step_matches_the_eager_step_and_repeats_exactly(tmp_path, cache_dir, ray_local):
+def test_a_compiled_step_matches_the_eager_step_and_repeats_exactly(
+    tmp_path, cache_dir, one_worker
+):
     """`train.compile: on` (engine.compile of the model, torch.compile of the digit loss `del`,
     padded batches): the same losses, norms and held-out CE as the eager step up to float
     rounding; a second compiled run (its graphs now from the inductor cache under cache_dir)
     gives the very same numbers; the reports say what ran and how long the first compile took."""
-    import time
-
-    config = {
-        **BASE,
-        "train": {**BASE["train"], "steps": 3},
-        "eval": {"every": 1, "batch_size": 12, "generate_examples": 0},
-        "launched_at": time.time(),
-    }
-    eager = run(tmp_path, cache_dir, "eager", workers=1, config=config)
-    compiled = run(tmp_path, cache_dir, "compiled", workers=1, config=config, compile="on")
-    again = run(tmp_path, cache_dir, "compiled-again", workers=1, config=config, compile="on")
-    assert [r["step"] for r in compiled] == [r["step"] for r in eager] == [0, 1, 2, 3]
+    # ZeRO stage 0, as the demo's one-worker trials run.
+    eager, _ = one_worker(0)
+    compiled = run(tmp_path, cache_dir, "compiled", 1, STEPPED, compile="on", zero_stage=0)
+    again = run(tmp_path, cache_dir, "compiled-again", 1, STEPPED, compile="on", zero_stage=0)
+    assert [r["step"] for r in compiled] == [r["step"] for r in eager] == [0, 1, 2, 3, 4, 5]
     assert eager[0]["perf/compiled"] == 0 and compiled[0]["perf/compiled"] == 1
     assert eager[0]["perf/bf16"] == compiled[0]["perf/bf16"] == 0  # tiny: fp32 under auto
-    assert compiled[1]["perf/startup/compile_s"] > 0 and "perf/startup/compile_s" not in eager[1]
+    assert compiled[1]["perf/startup/compile_s"] > 0
+    assert "perf/startup/launched_at" in eager[1] and "perf/startup/compile_s" not in eager[1]
     for key in ("train/loss", "train/ce", "train/aux", "train/grad_norm", "eval/test/ce"):
         for e, c, a in zip(eager[1:], compiled[1:], again[1:], strict=True):
             assert c[key] == pytest.approx(e[key], rel=1e-4), key
