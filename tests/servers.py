@@ -31,9 +31,17 @@ def wait_http(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
     raise AssertionError(f"{url} did not answer in {timeout} s")
 
 
-def start_server(command: list[str], url: str, log: Path) -> subprocess.Popen:
+def start_server(
+    command: list[str], url: str, log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """`command` started in a process group of its own (`env`: added to this environment),
+    once `url` answers."""
     proc = subprocess.Popen(
-        command, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+        command,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **(env or {})},
     )
     try:
         wait_http(url, proc)

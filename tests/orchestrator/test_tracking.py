@@ -77,7 +77,10 @@ def mlflow_server(tmp_path_factory):
         "--workers",
         "1",
     ]
-    proc = start_server(command, f"{uri}/health", tmp / "server.log")
+    # No job runner: MLflow's server otherwise starts it with eight task-queue consumers, nine
+    # processes that the tracking tests never use.
+    env = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    proc = start_server(command, f"{uri}/health", tmp / "server.log", env)
     yield uri
     stop(proc)
 
