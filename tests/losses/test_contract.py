@@ -205,3 +205,26 @@ def test_target_counts() -> None:
     assert int(counts["n_tokens"]) == 4 + 4
     assert int(counts["n_digits"]) == 2 + 2
     assert set(target_counts(labels)) == {"n_tokens"}
+
+
+def test_every_loss_compiles_to_its_eager_values(loss_name: str) -> None:
+    """`train.compile` (on, or `auto` on a GPU) runs every loss through `torch.compile` with a
+    global normalizer of 0-dim tensors, as the worker passes it: the whole loss, its custom
+    autograd functions included, must trace (dynamo + AOT autograd; `aot_eager` stops short of
+    inductor's code generation, which a GPU does with Triton, not here) and give the eager
+    loss, parts and gradient."""
+    logits, labels = random_batch(13)
+    counts = target_counts(labels, VOCAB)
+    normalizer = {k: v.float() for k, v in counts.items()}  # tensors, not Python numbers
+    results = []
+    for loss_fn in (make(loss_name), torch.compile(make(loss_name), backend="aot_eager")):
+        leaf = logits.clone().requires_grad_(True)
+        out = loss_fn(leaf, labels, normalizer)
+        out.loss.backward()
+        results.append((out, leaf.grad))
+    (eager, eager_grad), (compiled, compiled_grad) = results
+    torch.testing.assert_close(compiled.loss, eager.loss, rtol=1e-5, atol=1e-6)
+    assert compiled.parts.keys() == eager.parts.keys()
+    for name, part in eager.parts.items():
+        torch.testing.assert_close(compiled.parts[name], part, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(compiled_grad, eager_grad, rtol=1e-5, atol=1e-6)
