@@ -27,18 +27,31 @@ from trainables.config import TrialConfig
 PAD_MULTIPLE = 16
 """Training batches are padded to a multiple of this many tokens when compiled."""
 
-AUTO_COMPILE: frozenset[str] = frozenset()
-"""Presets for which `train.compile: auto` compiles: those where bench/README.md ("Compile and
-bf16") measured a compiled trial faster, start-up included, than an eager one on the project
-machine. Empty: on the 2-core CPU machine no preset's compile paid for itself within a study
-trial (see there); pretrained models are never compiled by `auto`."""
+AUTO_COMPILE_MIN_STEPS = 1000
+"""`train.compile: auto` compiles a preset model's trial on a CUDA device from this many steps.
+On an H200 (bench/README.md, "Compile on a GPU") the compiled step of tiny, xs, s and l was
+1.9-2.3x as fast as the eager one (9-32 ms saved a step) after a first compile of 13-40 s that
+later trials of the machine load from the inductor cache in seconds: from 1000 steps a trial
+saves at least 9 s of the cache-hit case and, at most sizes, its own first compile."""
 
 
-def compile_wanted(config: TrialConfig) -> bool:
-    """Whether the trial's training step is compiled (`train.compile`, `auto` resolved)."""
+def compile_wanted(config: TrialConfig, *, cuda: bool) -> bool:
+    """Whether the trial's training step is compiled (`train.compile`, `auto` resolved for a
+    trial on a CUDA device (`cuda`) or on the CPU).
+
+    `auto` compiles a from-scratch preset of at least `AUTO_COMPILE_MIN_STEPS` steps on a CUDA
+    device, without ZeRO-3 (which cannot be compiled). Never on a CPU: on the project machines
+    the compiled step was no faster than the eager one where the matrix products are most of
+    the step (bench/README.md, "`train.compile` on the CPU"), and its first compile costs
+    minutes there. Pretrained models: not measured, so not compiled by `auto`."""
     setting = config.train.compile
     if setting == "auto":
-        return config.model.preset in AUTO_COMPILE and config.train.zero_stage != 3
+        return (
+            cuda
+            and config.model.preset is not None
+            and config.train.zero_stage != 3
+            and config.train.steps >= AUTO_COMPILE_MIN_STEPS
+        )
     return setting == "on"
 
 

@@ -120,7 +120,7 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
         ),
         dist_init_required=False,  # Ray Train already set up the process group
     )
-    compiled = compile_wanted(cfg)
+    compiled = compile_wanted(cfg, cuda=device.type == "cuda")
     loss_step = compile_engine(engine, loss_fn, cfg.cache_dir) if compiled else loss_fn
     timeline.mark("deepspeed")
     return Trial(

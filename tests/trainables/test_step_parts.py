@@ -106,13 +106,19 @@ def test_padding_a_batch_leaves_the_loss_and_gradient_unchanged():
 def test_train_compile_resolves_and_refuses_zero3():
     from pydantic import ValidationError
 
-    from trainables.compile_step import AUTO_COMPILE, compile_wanted
+    from trainables.compile_step import AUTO_COMPILE_MIN_STEPS, compile_wanted
     from trainables.config import TrialConfig
 
-    def wanted(**train):
-        return compile_wanted(TrialConfig.model_validate({"train": train}))
+    def wanted(cuda: bool = False, model: dict | None = None, **train) -> bool:
+        config = {"train": train} if model is None else {"train": train, "model": model}
+        return compile_wanted(TrialConfig.model_validate(config), cuda=cuda)
 
-    assert wanted(compile="on") and not wanted(compile="off") and not wanted()
-    assert wanted(compile="auto") == ("tiny" in AUTO_COMPILE)
+    enough = AUTO_COMPILE_MIN_STEPS
+    assert wanted(compile="on") and not wanted(compile="off", cuda=True)
+    # auto, the default: a preset on a CUDA device from enough steps; never on a CPU
+    assert wanted(cuda=True, steps=enough) and wanted(cuda=True, compile="auto", steps=enough)
+    assert not wanted(steps=enough) and not wanted(cuda=True, steps=enough - 1)
+    assert not wanted(cuda=True, steps=enough, zero_stage=3)
+    assert not wanted(cuda=True, steps=enough, model={"preset": None, "path": "some/model"})
     with pytest.raises(ValidationError, match="zero_stage"):
         TrialConfig.model_validate({"train": {"compile": "on", "zero_stage": 3}})
