@@ -115,10 +115,13 @@ def test_train_compile_resolves_and_refuses_zero3():
 
     enough = AUTO_COMPILE_MIN_STEPS
     assert wanted(compile="on") and not wanted(compile="off", cuda=True)
-    # auto, the default: a preset on a CUDA device from enough steps; never on a CPU
-    assert wanted(cuda=True, steps=enough) and wanted(cuda=True, compile="auto", steps=enough)
-    assert not wanted(steps=enough) and not wanted(cuda=True, steps=enough - 1)
-    assert not wanted(cuda=True, steps=enough, zero_stage=3)
-    assert not wanted(cuda=True, steps=enough, model={"preset": None, "path": "some/model"})
+    assert not wanted(cuda=True, steps=enough)  # the default: off
+    # auto: a preset on a CUDA device from enough steps; never on a CPU
+    assert wanted(cuda=True, compile="auto", steps=enough)
+    assert not wanted(compile="auto", steps=enough)
+    assert not wanted(cuda=True, compile="auto", steps=enough - 1)
+    assert not wanted(cuda=True, compile="auto", steps=enough, zero_stage=3)
+    pretrained = {"preset": None, "path": "some/model"}
+    assert not wanted(cuda=True, compile="auto", steps=enough, model=pretrained)
     with pytest.raises(ValidationError, match="zero_stage"):
         TrialConfig.model_validate({"train": {"compile": "on", "zero_stage": 3}})
