@@ -30,6 +30,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# without a cache; bench/README.md). It keeps the torch above, which satisfies numsweep's.
 	$(PY) -m pip install -q "uv>=0.9"
 	$(UV) pip install -q --python $(PY) -e ".[dev,tracking]"
+	# mlflow-skinny (the client) and mlflow-tracing (the tests' server) both write the `mlflow`
+	# package, at different versions; uv writes packages at once, so which file wins varied
+	# (one clean clone's `import mlflow` failed). Skinny's files, written last, as pip leaves them.
+	$(UV) pip install -q --python $(PY) --reinstall-package mlflow-skinny mlflow-skinny
 	# DeepSpeed would compile its CPU ops on a first trial (and again in every new venv): once, here.
 	$(PY) -m trainables.deepspeed_ops build
 	touch $@
