@@ -1,8 +1,9 @@
-"""The Tune driver: one Ray Tune experiment whose trials each run a Ray Train `TorchTrainer`.
+"""The Tune driver: one Ray Tune experiment whose trials each run a Ray Train run.
 
 Ray 2.60 (Train V2) no longer takes a Trainer inside `tune.Tuner`; instead a Tune *function
 trainable* (`run_trial`) is the Train driver: it resolves its trial config, builds the
-`TorchTrainer` named after the trial id, and passes a `TuneReportCallback` built inside it so
+`TrialTrainer` (`orchestrator.trial_trainer`: Ray's `TorchTrainer` less what a trial does not
+need) named after the trial id, and passes a `TuneReportCallback` built inside it so
 rank 0's `ray.train.report` calls reach Tune (and the Parquet sink, and Optuna), and waits
 after `fit()` until Tune has taken the last one (`tune_handover`: else Ray can deadlock there).
 """
@@ -43,7 +44,7 @@ from trainables.entry import train_loop_per_worker
 from trainables.report_protocol import STOPPED_KEY
 
 # The Tune trial itself only waits on its Train run: no CPU, a token of memory (Tune refuses an
-# empty resource request). The workers' resources are requested by the TorchTrainer.
+# empty resource request). The workers' resources are requested by the Train run.
 DRIVER_RESOURCES = {"cpu": 0, "memory": 2**27}
 # Ray Train's controller polls its workers every 2 s by default, and every report waits for the
 # next poll (the step-0 report that starts a trial's metrics, the last one that ends it); at
@@ -290,7 +291,7 @@ def reuse_actors(sweep: SweepConfig) -> bool:
     """Whether Tune runs a trial in the process of one that finished (its `reuse_actors`).
 
     A Tune trial is a Ray actor whose process starts and imports Ray Tune, Train and numsweep
-    before it builds its TorchTrainer: about 3 CPU s of a trial's start-up on the project
+    before it builds its Train run: about 3 CPU s of a trial's start-up on the project
     machine (bench/README.md, "Start-up"), saved for every trial after the first of each
     concurrent slot. Not with early stopping: Tune would keep a stopped trial's actor for the
     next trial while the stopped trial's Train run is still in `fit()`, and that actor's reset

@@ -2,10 +2,10 @@
 DeepSpeed.
 
 Ray pickles the train function by reference, so whichever process names it imports its module.
-The trial's Tune driver only builds the `TorchTrainer`; importing `trainables.worker` there (5 s
-of CPU for DeepSpeed, transformers and torch._dynamo) would be paid again by every trial on top
-of the worker's own import. Only the Ray Train workers import the loop itself. The names both
-sides of a report agree on live in `trainables.report_protocol`.
+The trial's Tune driver only builds the Train run (`orchestrator.trial_trainer`); importing
+`trainables.worker` there (5 s of CPU for DeepSpeed, transformers and torch._dynamo) would be
+paid again by every trial on top of the worker's own import. Only the Ray Train workers import
+the loop itself. The names both sides of a report agree on live in `trainables.report_protocol`.
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ import time
 import ray
 import ray.train
 from ray import tune
-from ray.train.torch import TorchTrainer
 from ray.tune.integration.ray_train import TuneReportCallback
 
 from orchestrator.local_ray import connect
+from orchestrator.trial_trainer import TrialTrainer
 from orchestrator.tune_handover import wait_for_tune
 
 SLOW_FIRST_RESULT_S = 8.0  # longer than the Train run's last report + its shutdown (~3 s)
@@ -31,7 +31,7 @@ def train_loop(config: dict) -> None:
 
 
 def trainable(config: dict) -> None:
-    trainer = TorchTrainer(
+    trainer = TrialTrainer(
         train_loop,
         scaling_config=ray.train.ScalingConfig(num_workers=1),
         run_config=ray.train.RunConfig(
