@@ -177,18 +177,25 @@ class LocalCluster:
             raise AssertionError(f"{timeout_error}\n{self.stuck_job(submission_id)}") from None
 
     def stuck_job(self, submission_id: str) -> str:
-        """What a job that did not end was doing: its log's tail, its live actors, and the Python
-        stacks of its driver and of those actors (py-spy, which Ray's default extra installs), so
-        that a hang seen once on CI can be read rather than guessed at."""
+        """What a job that did not end was doing: its log's tail, the nodes and placement groups
+        (which CPUs are held, and by what), its actors (the ended ones with why), and the Python
+        stacks of its driver and of its live actors (py-spy, which Ray's default extra installs),
+        so that a hang seen once on CI can be read rather than guessed at."""
         job = self.jobs().get(submission_id, {})
         names = self.node_names()
         lines = [f"job: {json.dumps(job, default=str)[:2000]}"]
         lines.append("log tail:\n" + self.job_logs(submission_id)[-6000:])
+        lines += self.resources_held(names)
         pids = [(job.get("driver_info") or {}).get("pid")]
-        for actor in self.actors(job.get("job_id") or "", alive=True):
+        for actor in self.actors(job.get("job_id") or ""):
             node = names.get(actor["node_id"], "?")
-            lines.append(f"actor {actor['class_name']} pid {actor['pid']} on {node}")
-            pids.append(actor["pid"])
+            where = f"actor {actor['class_name']} pid {actor['pid']} on {node}"
+            if actor["state"] == "ALIVE":
+                lines.append(where)
+                pids.append(actor["pid"])
+            else:
+                died = (actor.get("death_cause") or {}).get("actor_died_error_context") or {}
+                lines.append(f"{where}: {actor['state']} ({died.get('reason', '?')})")
         spy = Path(sys.executable).with_name("py-spy")
         for pid in [p for p in pids if p]:
             out = subprocess.run(
@@ -196,6 +203,19 @@ class LocalCluster:
             )
             lines.append(f"py-spy dump {pid}:\n{out.stdout[:4000]}{out.stderr[-500:]}")
         return "\n".join(lines)
+
+    def resources_held(self, names: dict[str, str]) -> list[str]:
+        """A line per node (state, resources) and per placement group (state, and the node and
+        resources of each bundle: "-" for one not placed)."""
+        lines = [
+            f"node {n['node_name']} {n['state']}: {n['resources_total']}" for n in self.nodes()
+        ]
+        for group in self.list_state("placement_groups"):
+            held = [(names.get(b["node_id"], "-"), b["unit_resources"]) for b in group["bundles"]]
+            lines.append(
+                f"placement group {group['placement_group_id'][:12]} {group['state']}: {held}"
+            )
+        return lines
 
     def job_logs(self, submission_id: str) -> str:
         return self.api(f"/api/jobs/{submission_id}/logs")["logs"]
