@@ -70,13 +70,12 @@ def one_worker(tmp_path_factory, cache_dir, ray_local):
 def run(
     tmp_path, cache_dir: str, name: str, workers: int, config: dict | None = None, **train
 ) -> list[dict]:
-    """Every report (rank 0's metrics) of one Ray Train run of the worker loop, through the
-    trainer a sweep's trial runs (its process-group set-up); its checkpoints are under
-    tmp_path / "ray" / name."""
+    """Every report (rank 0's metrics) of one Ray Train run of the worker loop; its checkpoints
+    are under tmp_path / "ray" / name."""
     import ray.train
+    from ray.train.torch import TorchTrainer
     from ray.train.v2.api.callback import UserCallback
 
-    from orchestrator.trial_trainer import TrialTrainer
     from trainables.config import TrialConfig
     from trainables.worker import train_loop_per_worker
 
@@ -91,7 +90,7 @@ def run(
 
     config = config or BASE
     config = {**config, "train": {**config["train"], **train}, "cache_dir": cache_dir}
-    trainer = TrialTrainer(
+    trainer = TorchTrainer(
         train_loop_per_worker,
         train_loop_config=TrialConfig.model_validate(config).model_dump(mode="json"),
         scaling_config=ray.train.ScalingConfig(num_workers=workers),
