@@ -12,7 +12,7 @@ import torch.distributed as dist
 
 from trainables.compile_step import compile_engine, compile_wanted
 from trainables.config import TrialConfig
-from trainables.deepspeed_config import deepspeed_config
+from trainables.deepspeed_config import deepspeed_config, worker_clipping
 from trainables.deepspeed_import import import_deepspeed
 from trainables.deepspeed_ops import announce_jit_builds, trial_ops
 from trainables.losses import LOSSES, NumberVocab, build_loss
@@ -55,8 +55,29 @@ class Trial:
     device: torch.device
     rank: int
     world_size: int
+    worker_clip: float | None = None
+    """The gradient-norm clip the worker applies itself (0: none, the norm still measured), where
+    DeepSpeed's engine would clip without keeping the norm; None: the engine clips
+    (`trainables.deepspeed_config.worker_clipping`)."""
     hf_deepspeed_config: Any = None
     """ZeRO-3: transformers' live `HfDeepSpeedConfig`, kept alive as long as the trial."""
+
+
+def skip_one_rank_all_reduce(engine: Any) -> bool:
+    """Turn off the engine's gradient all-reduce after each backward where it is the identity:
+    one data-parallel rank, fp32, no ZeRO. Returns whether it did.
+
+    There DeepSpeed still flattens every gradient into buckets, all-reduces them over the
+    one-rank group, divides by 1 and copies them back: 3-4% of a `tiny` step on the project's
+    CPUs (bench/README.md, "Per-step overhead"), for the same gradients. ZeRO stages and the bf16
+    optimizer also move gradients into the optimizer's own buffers in that pass, so they keep
+    it."""
+    if engine.dp_world_size != 1 or engine.zero_optimization_stage() != 0:
+        return False
+    if engine.bfloat16_enabled() or engine.fp16_enabled():
+        return False
+    engine.enable_backward_allreduce = False
+    return True
 
 
 def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
@@ -105,6 +126,7 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
     timeline.mark("model")
     splits = load_splits(cfg, tokenizer)
     timeline.mark("data")
+    ds_config, worker_clip = worker_clipping(ds_config)
     engine, _, _, scheduler = deepspeed.initialize(
         model=model,
         model_parameters=[p for p in model.parameters() if p.requires_grad],
@@ -120,6 +142,7 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
         ),
         dist_init_required=False,  # Ray Train already set up the process group
     )
+    skip_one_rank_all_reduce(engine)
     compiled = compile_wanted(cfg, cuda=device.type == "cuda")
     loss_step = compile_engine(engine, loss_fn, cfg.cache_dir) if compiled else loss_fn
     timeline.mark("deepspeed")
@@ -138,5 +161,6 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
         device=device,
         rank=rank,
         world_size=world_size,
+        worker_clip=worker_clip,
         hf_deepspeed_config=hf_ds_config,
     )

@@ -114,8 +114,8 @@ def train_step(trial: Trial, step: int) -> StepResult:
         # Our loss is already this micro-batch's share of the global mean: no scaling by
         # grad_accum, and undo DeepSpeed's average over ranks to get the global-mean gradient.
         engine.backward(out.loss * trial.world_size, scale_wrt_gas=False)
-        if micro == len(batches) - 1 and _engine_forgets_the_norm(engine):
-            own_norm = _grad_norm(engine.module)  # the step's whole gradient, before clipping
+        if micro == len(batches) - 1 and trial.worker_clip is not None:
+            own_norm = _clip(engine.module, trial.worker_clip)  # the whole step's gradient
         engine.step()
         # Contributions: summed over micro-batches and ranks they give the step's values.
         values = [out.loss.detach(), *(out.parts[p] for p in parts)]
@@ -132,17 +132,12 @@ def train_step(trial: Trial, step: int) -> StepResult:
     )
 
 
-def _engine_forgets_the_norm(engine: Any) -> bool:
-    """DeepSpeed's fp32 engine without ZeRO clips with the gradient norm but does not keep it
-    (`get_global_grad_norm()` is None there); ZeRO stages and the bf16 optimizer keep it."""
-    return engine.zero_optimization_stage() == 0 and not engine.bfloat16_enabled()
-
-
-def _grad_norm(model: torch.nn.Module) -> float:
-    """The L2 norm of every gradient of `model` (complete and, at ZeRO stage 0, already
-    averaged over ranks after the step's last backward), as DeepSpeed's clipping computes it."""
-    norms = [torch.linalg.vector_norm(p.grad) for p in model.parameters() if p.grad is not None]
-    return float(torch.linalg.vector_norm(torch.stack(norms)))
+def _clip(model: torch.nn.Module, max_norm: float) -> float:
+    """Clip `model`'s gradients (complete and, at ZeRO stage 0, already averaged over ranks after
+    the step's last backward) to `max_norm` (0: no clip) and return their norm before clipping,
+    as DeepSpeed's clip would (`trainables.deepspeed_config.worker_clipping`)."""
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm or math.inf)
+    return float(norm)
 
 
 def micro_batches(trial: Trial, step: int) -> list[dict[str, torch.Tensor]]:

@@ -153,7 +153,8 @@ def test_a_numsweep_step_is_the_plain_pytorch_step(cache_dir, one_worker, zero_s
     """One Ray Train worker with a DeepSpeed engine (ZeRO-2, as in the studies; or no ZeRO, the
     demo's one-worker trials) and the plain single-process loop of `bench.plain_loop` (torch
     AdamW, clip_grad_norm_) take the same steps: the same loss at every step, the same gradient
-    norm (at stage 0 the worker's own: DeepSpeed does not keep it), the same weights at the end."""
+    norm (at stage 0 the worker clips and measures it: DeepSpeed does not keep it), the same
+    weights at the end."""
     from bench import plain_loop
     from trainables.config import TrialConfig
     from trainables.trial_inputs import load_model_and_tokenizer
