@@ -3,9 +3,19 @@ that listens on the loopback interface only."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+from typing import Any
 
+import psutil
 import ray
+
+# Ray waits a fixed 30 s for a new local node's raylet to register with its GCS, and fails the
+# start past that ("The current node timed out during startup"). On a two-core machine busy with
+# other trials or tests, that wait has run out (seen three times in clean-clone suite runs).
+LOCAL_START_ATTEMPTS = 2
+STARTUP_TIMEOUT_SAYS = "timed out during startup"
 
 
 def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
@@ -23,7 +33,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
     os.environ.setdefault("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "0")
     # The dashboard process also serves Ray's state API, which Ray Train polls to clean up
     # after a trial; without it that poll fails (and logs so) every second. Loopback only.
-    ray.init(
+    init_local(
         address="local",
         num_cpus=num_cpus or os.cpu_count(),
         include_dashboard=True,
@@ -34,6 +44,31 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
         _system_config={"worker_niceness": 0},
     )
     return "local"
+
+
+def init_local(**init_kwargs: Any) -> None:
+    """`ray.init(**init_kwargs)` of an embedded instance, started once more (up to
+    `LOCAL_START_ATTEMPTS` in all) when Ray gives up waiting for its node to register; the
+    processes the failed start left (GCS, raylet, dashboard, ...) are killed first."""
+    for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
+        before = {p.pid for p in psutil.Process().children(recursive=True)}
+        try:
+            ray.init(**init_kwargs)
+            return
+        except Exception as error:
+            if attempt == LOCAL_START_ATTEMPTS or STARTUP_TIMEOUT_SAYS not in str(error):
+                raise
+            left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+            for process in left:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
+            psutil.wait_procs(left, timeout=30)
+            print(
+                f"numsweep: Ray's local node did not start in time ({error}); "
+                f"stopped its {len(left)} processes, starting it again",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def cluster_capacity() -> dict[str, float]:
