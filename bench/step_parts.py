@@ -53,12 +53,14 @@ def one(preset: str, modes: list[str], steps: int) -> dict[str, dict[str, float]
     one_rank_process()
     import torch
 
+    from trainables.losses import build_loss
     from trainables.models.presets import build_model
 
+    loss_fn = build_loss("mle", None)
     runners = {}
     for mode in modes:
         model = build_model(preset, VOCAB, 0, pad_token_id=0, bos_token_id=1, eos_token_id=2)
-        runners[mode] = (model, *_engine(model, mode))
+        runners[mode] = (model, *_engine(model, mode), loss_fn)
     generator = torch.Generator().manual_seed(0)
     times = {mode: {part: [] for part in PARTS} for mode in modes}
     for _ in range(steps):
@@ -75,14 +77,15 @@ def one(preset: str, modes: list[str], steps: int) -> dict[str, dict[str, float]
     }
 
 
-def _step(ids: Any, model: Any, engine: Any, optimizer: Any, clip: float | None) -> list[float]:
+def _step(
+    ids: Any, model: Any, engine: Any, optimizer: Any, clip: float | None, loss_fn: Any
+) -> list[float]:
     """One training step on the batch `ids` (B, T); the time at each part's end, after a start."""
     import torch
 
-    from trainables.losses import build_loss, target_counts
+    from trainables.losses import target_counts
     from trainables.metrics.distributed import sum_across_ranks
 
-    loss_fn = build_loss("mle", None)
     marks = [time.perf_counter()]
     labels = ids.clone()
     labels[:, :PROMPT] = -100
@@ -150,7 +153,7 @@ def _engine(model: Any, mode: str) -> tuple[Any, Any, float | None]:
     if mode != "zero0-stock":
         from trainables.trial_setup import skip_one_rank_all_reduce
 
-        skip_one_rank_all_reduce(engine)
+        skip_one_rank_all_reduce(engine, clip)
     return engine, None, clip
 
 

@@ -63,18 +63,18 @@ class Trial:
     """ZeRO-3: transformers' live `HfDeepSpeedConfig`, kept alive as long as the trial."""
 
 
-def skip_one_rank_all_reduce(engine: Any) -> bool:
+def skip_one_rank_all_reduce(engine: Any, worker_clip: float | None) -> bool:
     """Turn off the engine's gradient all-reduce after each backward where it is the identity:
-    one data-parallel rank, fp32, no ZeRO. Returns whether it did.
+    one data-parallel rank, on an engine without ZeRO in fp32, the one whose clipping the worker
+    took over (`worker_clip` not None, `trainables.deepspeed_config.worker_clipping`). Returns
+    whether it did.
 
     There DeepSpeed still flattens every gradient into buckets, all-reduces them over the
     one-rank group, divides by 1 and copies them back: 3-4% of a `tiny` step on the project's
     CPUs (bench/README.md, "Per-step overhead"), for the same gradients. ZeRO stages and the bf16
     optimizer also move gradients into the optimizer's own buffers in that pass, so they keep
     it."""
-    if engine.dp_world_size != 1 or engine.zero_optimization_stage() != 0:
-        return False
-    if engine.bfloat16_enabled() or engine.fp16_enabled():
+    if worker_clip is None or engine.dp_world_size != 1:
         return False
     engine.enable_backward_allreduce = False
     return True
@@ -142,7 +142,7 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
         ),
         dist_init_required=False,  # Ray Train already set up the process group
     )
-    skip_one_rank_all_reduce(engine)
+    skip_one_rank_all_reduce(engine, worker_clip)
     compiled = compile_wanted(cfg, cuda=device.type == "cuda")
     loss_step = compile_engine(engine, loss_fn, cfg.cache_dir) if compiled else loss_fn
     timeline.mark("deepspeed")
