@@ -186,16 +186,16 @@ def numsweep_trials(results: Path) -> list[dict[str, Any]]:
         step0 = rows.filter(pl.col("step") == 0)["ts"].min().timestamp()
         timeline["step0_stored"] = step0 - start
         last = rows.filter(pl.col("step") == rows["step"].max())["ts"].min().timestamp()
-        step_times = (
-            rows.filter(pl.col("metric") == "perf/step_time_s").sort("step")["value"].to_list()
-        )
+        step_rows = rows.filter(pl.col("metric") == "perf/step_time_s").sort("step")
         peak = rows.filter(pl.col("metric") == "perf/peak_mem_mb")["value"].max()
         out.append(
             {
                 "trial_id": row["trial_id"],
                 "loss": row["loss"],
                 "timeline_s": timeline,
-                "step_windows_s": step_times,
+                "step_windows_s": step_rows["value"].to_list(),
+                # Unix time each window was stored, as soon as it was reported.
+                "step_window_at": [ts.timestamp() for ts in step_rows["ts"]],
                 "peak_mem_mb": peak,
                 # Unix times bounding its training: the first step's end, the last report stored.
                 "trained_from": start + timeline["first_step"],
@@ -268,7 +268,7 @@ def throughput(
     trials = numsweep_trials(results)
     plain_steps, compared = plain_steady(plains, trials, every, apart, preset)
     plain_step = statistics.median(plain_steps)
-    numsweep_step = statistics.median([steady(t["step_windows_s"]) for t in trials])
+    numsweep_step = statistics.median(trials_steady(trials, preset))
     return {
         "preset": preset,
         "train": train or {},
@@ -309,6 +309,25 @@ def plain_steady(
         steps.append(steady(windows(during, every)))
         counts.append(len(during))
     return steps, min(counts)
+
+
+def trials_steady(trials: list[dict[str, Any]], what: str) -> list[float]:
+    """Each trial's steady step time over its windows stored while every trial trained (with
+    several at once, the one that started first trains alone for a while, the last alone at
+    the end, and those windows are faster than the rest)."""
+    trained_from = max(t["trained_from"] for t in trials)
+    trained_until = min(t["trained_until"] for t in trials)
+    steps = []
+    for trial in trials:
+        during = [
+            window
+            for window, at in zip(trial["step_windows_s"], trial["step_window_at"], strict=True)
+            if trained_from <= at <= trained_until
+        ]
+        if len(during) < 2:
+            raise SystemExit(f"{what}: a trial stored only {len(during)} windows while all trained")
+        steps.append(steady(during))
+    return steps
 
 
 def fixed_cost(n_trials: int, steps: int, work: Path) -> dict[str, Any]:
