@@ -32,7 +32,8 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	# The rest through uv: the same 169 packages pip resolves, in 14 s instead of 111 s (both
-	# without a cache; bench/README.md). It keeps the torch above, which satisfies numsweep's.
+	# without a cache; bench/README.md), plus about 18 s to compile their bytecode as pip does
+	# (UV_INSTALL). It keeps the torch above, which satisfies numsweep's.
 	$(PY) -m pip install -q "uv>=0.9"
 	$(UV) $(UV_INSTALL) --python $(PY) -e ".[dev,tracking]"
 	# mlflow-skinny (the client) and mlflow-tracing (the tests' server) both write the `mlflow`
