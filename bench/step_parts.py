@@ -85,6 +85,7 @@ def _step(
 
     from trainables.losses import target_counts
     from trainables.metrics.distributed import sum_across_ranks
+    from trainables.worker import clip_gradients
 
     marks = [time.perf_counter()]
     labels = ids.clone()
@@ -101,8 +102,7 @@ def _step(
     if engine is not None:
         engine.backward(out.loss, scale_wrt_gas=False)
         marks.append(time.perf_counter())
-        clip_grad_norm_ = torch.nn.utils.clip_grad_norm_
-        norm = None if clip is None else clip_grad_norm_(model.parameters(), clip)
+        norm = None if clip is None else clip_gradients(model, clip)  # as the worker clips
         engine.step()
         marks.append(time.perf_counter())
         totals = torch.stack([out.loss.detach()]).to(torch.float64)

@@ -290,13 +290,18 @@ def throughput(
     }
 
 
+def all_trained(trials: list[dict[str, Any]]) -> tuple[float, float]:
+    """The unix times between which every trial trained: the latest first step's end, the
+    earliest last report."""
+    return max(t["trained_from"] for t in trials), min(t["trained_until"] for t in trials)
+
+
 def plain_steady(
     plains: list[dict[str, Any]], trials: list[dict[str, Any]], every: int, apart: bool, what: str
 ) -> tuple[list[float], int]:
     """Each plain loop's steady step time over its steps while every trial trained (all of them
     when the two sides ran apart), and the fewest steps one of them had."""
-    trained_from = max(t["trained_from"] for t in trials)  # the latest first step
-    trained_until = min(t["trained_until"] for t in trials)  # the earliest last report
+    trained_from, trained_until = all_trained(trials)
     steps, counts = [], []
     for plain in plains:
         during = [
@@ -315,8 +320,7 @@ def trials_steady(trials: list[dict[str, Any]], what: str) -> list[float]:
     """Each trial's steady step time over its windows stored while every trial trained (with
     several at once, the one that started first trains alone for a while, the last alone at
     the end, and those windows are faster than the rest)."""
-    trained_from = max(t["trained_from"] for t in trials)
-    trained_until = min(t["trained_until"] for t in trials)
+    trained_from, trained_until = all_trained(trials)
     steps = []
     for trial in trials:
         during = [

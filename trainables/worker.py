@@ -115,7 +115,7 @@ def train_step(trial: Trial, step: int) -> StepResult:
         # grad_accum, and undo DeepSpeed's average over ranks to get the global-mean gradient.
         engine.backward(out.loss * trial.world_size, scale_wrt_gas=False)
         if micro == len(batches) - 1 and trial.worker_clip is not None:
-            own_norm = _clip(engine.module, trial.worker_clip)  # the whole step's gradient
+            own_norm = clip_gradients(engine.module, trial.worker_clip)  # the whole step's gradient
         engine.step()
         # Contributions: summed over micro-batches and ranks they give the step's values.
         values = [out.loss.detach(), *(out.parts[p] for p in parts)]
@@ -132,7 +132,7 @@ def train_step(trial: Trial, step: int) -> StepResult:
     )
 
 
-def _clip(model: torch.nn.Module, max_norm: float) -> float:
+def clip_gradients(model: torch.nn.Module, max_norm: float) -> float:
     """Clip `model`'s gradients (complete and, at ZeRO stage 0, already averaged over ranks after
     the step's last backward) to `max_norm` (0: no clip) and return their norm before clipping,
     as DeepSpeed's clip would (`trainables.deepspeed_config.worker_clipping`)."""

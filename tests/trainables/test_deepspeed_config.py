@@ -1,5 +1,5 @@
 """Who clips a step's gradients: DeepSpeed's engine, or the worker where the engine would not keep
-the norm (`trainables.deepspeed_config.worker_clipping`, `trainables.worker._clip`)."""
+the norm (`trainables.deepspeed_config.worker_clipping`, `trainables.worker.clip_gradients`)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_the_worker_clips_as_deepspeed_does(max_norm):
     its stage-0 fp32 engine calls): the norm is the L2 norm of every gradient element (here in
     float64); when max_norm / (norm + 1e-6) is below 1 every gradient is scaled by it, else
     left alone; 0 means no clip. The worker returns the norm before clipping."""
-    from trainables.worker import _clip
+    from trainables.worker import clip_gradients
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
@@ -51,7 +51,7 @@ def test_the_worker_clips_as_deepspeed_does(max_norm):
     expected_norm = float(torch.cat([g.flatten().double() for g in before]).norm())
     coef = max_norm / (expected_norm + 1e-6) if max_norm else 1.0
 
-    norm = _clip(model, max_norm)
+    norm = clip_gradients(model, max_norm)
 
     assert norm == pytest.approx(expected_norm, rel=1e-6)
     assert (coef < 1) == (max_norm == 0.05)  # the cases are what they say
