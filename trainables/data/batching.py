@@ -55,8 +55,9 @@ def encode_records(
     eos_id = _required_token_id(tokenizer, "eos_token_id")
     examples: list[dict[str, list[int]]] = []
     skipped: list[int] = []
-    for index, record in enumerate(records):
-        prompt_ids = prompt_token_ids(tokenizer, record, chat_template=chat_template)
+    prompts = prompts_token_ids(tokenizer, records, chat_template=chat_template)
+    completions = _plain_ids(tokenizer, [record.completion for record in records])
+    for index, (record, prompt_ids) in enumerate(zip(records, prompts, strict=True)):
         if len(prompt_ids) >= max_length:
             if on_overflow == "raise":
                 raise ValueError(
@@ -66,7 +67,7 @@ def encode_records(
                 )
             skipped.append(index)
             continue
-        completion_ids = [*_plain_ids(tokenizer, record.completion), eos_id]
+        completion_ids = [*completions[index], eos_id]
         input_ids = (prompt_ids + completion_ids)[:max_length]
         labels = ([IGNORE_INDEX] * len(prompt_ids) + completion_ids)[:max_length]
         examples.append({"input_ids": input_ids, "labels": labels})
@@ -81,20 +82,33 @@ def encode_records(
 
 def prompt_token_ids(tokenizer: Any, record: Record, *, chat_template: bool = False) -> list[int]:
     """The token ids a model is given before its answer (as in `encode_records`)."""
+    return prompts_token_ids(tokenizer, [record], chat_template=chat_template)[0]
+
+
+def prompts_token_ids(
+    tokenizer: Any, records: Sequence[Record], *, chat_template: bool = False
+) -> list[list[int]]:
+    """`prompt_token_ids` of each record, the plain prompts tokenised in one call (a trial's
+    few thousand records one call each took most of its data loading)."""
     if chat_template:
         if not getattr(tokenizer, "chat_template", None):
             raise ValueError(
                 f"chat_template=True but tokenizer {type(tokenizer).__name__} "
                 f"({getattr(tokenizer, 'name_or_path', '?')!r}) has no chat template"
             )
-        rendered = tokenizer.apply_chat_template(
-            [{"role": "user", "content": record.prompt}],
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
+        rendered = (
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": record.prompt}],
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=True,
+            )
+            for record in records
         )
-        return list(rendered["input_ids"])
-    return _special_prefix(tokenizer) + _plain_ids(tokenizer, format_prompt(record.prompt))
+        return [list(r["input_ids"]) for r in rendered]
+    prefix = _special_prefix(tokenizer)
+    texts = [format_prompt(record.prompt) for record in records]
+    return [prefix + ids for ids in _plain_ids(tokenizer, texts)]
 
 
 def collate(examples: Sequence[dict[str, Sequence[int]]], pad_id: int) -> dict[str, torch.Tensor]:
@@ -135,9 +149,7 @@ def encode_prompts(
     if not records:
         raise ValueError("encode_prompts got no records")
     pad_id = _required_token_id(tokenizer, "pad_token_id")
-    prompts = [
-        prompt_token_ids(tokenizer, record, chat_template=chat_template) for record in records
-    ]
+    prompts = prompts_token_ids(tokenizer, records, chat_template=chat_template)
     for index, ids in enumerate(prompts):
         if len(ids) > max_length:
             raise ValueError(
@@ -153,8 +165,12 @@ def encode_prompts(
     return {"input_ids": input_ids, "attention_mask": attention_mask}
 
 
-def _plain_ids(tokenizer: Any, text: str) -> list[int]:
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+def _plain_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+    """Each text's ids without special tokens, in one tokenizer call (the same ids as one call
+    per text: a call without padding or truncation encodes each text on its own)."""
+    if not texts:
+        return []
+    return [list(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
 
 def _special_prefix(tokenizer: Any) -> list[int]:
@@ -163,7 +179,7 @@ def _special_prefix(tokenizer: Any) -> list[int]:
     the answer and is dropped."""
     probe = "0"
     with_specials = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
-    plain = _plain_ids(tokenizer, probe)
+    [plain] = _plain_ids(tokenizer, [probe])
     for start in range(len(with_specials) - len(plain) + 1):
         if with_specials[start : start + len(plain)] == plain:
             return with_specials[:start]

@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.trained_tokenizers import byte_level_bpe
 from trainables.data import mathgen
 from trainables.data.batching import (
     IGNORE_INDEX,
@@ -83,6 +84,33 @@ def test_records_whose_prompt_fills_max_length_are_skipped_and_counted(tokenizer
     # One token more and the long record keeps the first answer token.
     [_, kept] = encode_records(tokenizer, [short, long], max_length=limit + 1)
     assert [t for t in kept["labels"] if t != IGNORE_INDEX] == _ids(tokenizer, "3")
+
+
+@pytest.mark.parametrize("which", ["digit", "gpt2-style"])
+def test_records_encoded_together_equal_each_encoded_alone(tokenizer, which) -> None:
+    """`encode_records` tokenises all prompts and all completions in one call each; the ids must
+    be those of one call per text, built here by hand (bos for the digit tokenizer, none for the
+    GPT-2-style one, which adds no special tokens), for records of many lengths."""
+    tok = tokenizer if which == "digit" else byte_level_bpe(split_digits=False)
+    if tok.eos_token_id is None:
+        tok = copy.deepcopy(tok)
+        tok.eos_token = tok.pad_token = "<|endoftext|>"
+    modules = ["arithmetic__add_or_sub", "numbers__place_value", "numbers__round_number"]
+    records = mathgen.generate(modules, 60, "train", 3)
+    records.append(_record("  spaces\tand\nlines  ", " 7 "))
+    prefix = [tok.bos_token_id] if which == "digit" else []
+    examples = encode_records(tok, records, max_length=512)
+    assert len(examples) == len(records)
+    assert len({len(e["input_ids"]) for e in examples}) > 5  # lengths differ: nothing padded
+    for record, example in zip(records, examples, strict=True):
+        prompt = prefix + _ids(tok, format_prompt(record.prompt))
+        completion = [*_ids(tok, record.completion), tok.eos_token_id]
+        assert example["input_ids"] == prompt + completion
+        assert example["labels"] == [IGNORE_INDEX] * len(prompt) + completion
+    prompts = encode_prompts(tok, records, max_length=512)
+    assert [len(prompt_token_ids(tok, r)) for r in records] == prompts["attention_mask"].sum(
+        1
+    ).tolist()
 
 
 def test_chat_template_masks_the_whole_templated_prompt(tokenizer) -> None:
