@@ -290,10 +290,14 @@ def throughput(
     }
 
 
-def all_trained(trials: list[dict[str, Any]]) -> tuple[float, float]:
-    """The unix times between which every trial trained: the latest first step's end, the
-    earliest last report."""
-    return max(t["trained_from"] for t in trials), min(t["trained_until"] for t in trials)
+def while_all_trained(
+    values: list[float], times: list[float], trials: list[dict[str, Any]]
+) -> list[float]:
+    """The values whose unix time lies where every trial trained: from the latest first step's
+    end to the earliest last report."""
+    trained_from = max(t["trained_from"] for t in trials)
+    trained_until = min(t["trained_until"] for t in trials)
+    return [v for v, at in zip(values, times, strict=True) if trained_from <= at <= trained_until]
 
 
 def plain_steady(
@@ -301,14 +305,11 @@ def plain_steady(
 ) -> tuple[list[float], int]:
     """Each plain loop's steady step time over its steps while every trial trained (all of them
     when the two sides ran apart), and the fewest steps one of them had."""
-    trained_from, trained_until = all_trained(trials)
     steps, counts = [], []
     for plain in plains:
-        during = [
-            t
-            for t, at in zip(plain["step_time_s"], plain["step_end_at"], strict=True)
-            if apart or trained_from <= at <= trained_until
-        ]
+        during = plain["step_time_s"]
+        if not apart:
+            during = while_all_trained(during, plain["step_end_at"], trials)
         if len(during) < 2 * every:
             raise SystemExit(f"{what}: a plain loop ran only {len(during)} steps during the trials")
         steps.append(steady(windows(during, every)))
@@ -320,14 +321,9 @@ def trials_steady(trials: list[dict[str, Any]], what: str) -> list[float]:
     """Each trial's steady step time over its windows stored while every trial trained (with
     several at once, the one that started first trains alone for a while, the last alone at
     the end, and those windows are faster than the rest)."""
-    trained_from, trained_until = all_trained(trials)
     steps = []
     for trial in trials:
-        during = [
-            window
-            for window, at in zip(trial["step_windows_s"], trial["step_window_at"], strict=True)
-            if trained_from <= at <= trained_until
-        ]
+        during = while_all_trained(trial["step_windows_s"], trial["step_window_at"], trials)
         if len(during) < 2:
             raise SystemExit(f"{what}: a trial stored only {len(during)} windows while all trained")
         steps.append(steady(during))

@@ -96,16 +96,17 @@ def prompts_token_ids(
                 f"chat_template=True but tokenizer {type(tokenizer).__name__} "
                 f"({getattr(tokenizer, 'name_or_path', '?')!r}) has no chat template"
             )
-        rendered = (
-            tokenizer.apply_chat_template(
-                [{"role": "user", "content": record.prompt}],
-                add_generation_prompt=True,
-                tokenize=True,
-                return_dict=True,
+        return [
+            list(
+                tokenizer.apply_chat_template(
+                    [{"role": "user", "content": record.prompt}],
+                    add_generation_prompt=True,
+                    tokenize=True,
+                    return_dict=True,
+                )["input_ids"]
             )
             for record in records
-        )
-        return [list(r["input_ids"]) for r in rendered]
+        ]
     prefix = _special_prefix(tokenizer)
     texts = [format_prompt(record.prompt) for record in records]
     return [prefix + ids for ids in _plain_ids(tokenizer, texts)]
