@@ -73,8 +73,14 @@ def skip_one_rank_all_reduce(engine: Any, worker_clip: float | None) -> bool:
     one-rank group, divides by 1 and copies them back: 3-4% of a `tiny` step on the project's
     CPUs (bench/README.md, "Per-step overhead"), for the same gradients. ZeRO stages and the bf16
     optimizer also move gradients into the optimizer's own buffers in that pass, so they keep
-    it."""
+    it.
+
+    `enable_backward_allreduce` is DeepSpeed's own switch (set by the engine, read in its backward
+    and step), not a documented setting: where a DeepSpeed lacks it the all-reduce stays on, which
+    costs time, not correctness (tests/trainables/test_trial_setup.py fails on such a version)."""
     if worker_clip is None or engine.dp_world_size != 1:
+        return False
+    if not hasattr(engine, "enable_backward_allreduce"):
         return False
     engine.enable_backward_allreduce = False
     return True
