@@ -36,7 +36,7 @@ from orchestrator.search_space import (
     trial_params,
 )
 from orchestrator.sweep_file import SweepConfig
-from orchestrator.tracking import tracking_callbacks, trial_name
+from orchestrator.tracking import tracking_callbacks, trial_name, unused_clients_kept_out
 from orchestrator.trial_trainer import TrialTrainer
 from orchestrator.tune_handover import wait_for_tune
 from trainables.data.text_files import corpus_manifest
@@ -384,17 +384,18 @@ def run_sweep(
 
     n_trials = n_errors = 0
     resumed_any = False
-    for run in runs or tune_runs(sweep):
-        sink = ParquetSink(store, resolve)
-        # A restored Tuner brings back the sink it was built with; the sink reads what is
-        # already on disk when the run starts, so nothing is written twice.
-        tuner, resumed = _tuner(sweep, run, paths, sink, max_concurrent, verbose)
-        if not resumed:
-            store.write_manifest(manifest(sweep))
-        resumed_any |= resumed
-        grid = tuner.fit()
-        n_trials += len(grid)
-        n_errors += sum(1 for result in grid if result.error is not None)
+    with unused_clients_kept_out(sweep.tracking):
+        for run in runs or tune_runs(sweep):
+            sink = ParquetSink(store, resolve)
+            # A restored Tuner brings back the sink it was built with; the sink reads what is
+            # already on disk when the run starts, so nothing is written twice.
+            tuner, resumed = _tuner(sweep, run, paths, sink, max_concurrent, verbose)
+            if not resumed:
+                store.write_manifest(manifest(sweep))
+            resumed_any |= resumed
+            grid = tuner.fit()
+            n_trials += len(grid)
+            n_errors += sum(1 for result in grid if result.error is not None)
     return SweepOutcome(
         results_root, sweep.experiment, n_trials, n_errors, max_concurrent, resumed_any
     )

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from orchestrator.sweep_file import TrackingConfig
@@ -52,6 +55,49 @@ def check_tracking(tracking: TrackingConfig) -> None:
     if missing:
         what = ", ".join(f"{key} needs {module}" for key, module in missing.items())
         raise TrackingUnavailable(f"{what}: install them with pip install '{EXTRA}'")
+
+
+# Each tracking client -> Ray's integration module that imports it when installed. Ray Tune's
+# usage tagging (`ray.air._internal.usage.tag_callbacks`, at the start of every `Tuner.fit` given
+# callbacks, as numsweep's always are) imports both modules, and with them both clients: 1.5-1.6
+# CPU s of a sweep's start on the project machine (bench/README.md), for clients a sweep that
+# does not track with them never calls.
+CLIENT_INTEGRATIONS = {
+    "mlflow": "ray.air.integrations.mlflow",
+    "wandb": "ray.air.integrations.wandb",
+}
+
+
+@contextmanager
+def unused_clients_kept_out(tracking: TrackingConfig) -> Iterator[list[str]]:
+    """Within the block (a sweep's `Tuner.fit`), Ray's integration module of each tracking client
+    that `tracking` does not use is loaded with the client marked absent, so Ray's usage tagging
+    finds it loaded and never imports the client; yields the clients kept out. On leaving, those
+    modules are dropped from `sys.modules`: a later import (a sweep that does track with the
+    client) loads them afresh, client and all. A client or an integration module already
+    imported is left as it is."""
+    used = {"mlflow": tracking.mlflow is not None, "wandb": tracking.wandb is not None}
+    kept_out = []
+    for client, integration in CLIENT_INTEGRATIONS.items():
+        if used[client] or client in sys.modules or integration in sys.modules:
+            continue
+        sys.modules[client] = None  # `import client` raises ImportError while this holds
+        try:
+            importlib.import_module(integration)
+        finally:
+            if sys.modules.get(client, 0) is None:
+                del sys.modules[client]
+        kept_out.append(client)
+    try:
+        yield kept_out
+    finally:
+        for client in kept_out:
+            integration = CLIENT_INTEGRATIONS[client]
+            sys.modules.pop(integration, None)
+            # ... and from its package, which `from package import module` reads first.
+            package, _, name = integration.rpartition(".")
+            if hasattr(sys.modules.get(package), name):
+                delattr(sys.modules[package], name)
 
 
 def trial_name(trial: Any) -> str:

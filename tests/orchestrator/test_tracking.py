@@ -254,3 +254,53 @@ def test_tracking_keys_are_checked() -> None:
         SweepConfig.model_validate({"tracking": {"tensorbord": True}})
     with pytest.raises(Exception, match="mode"):
         SweepConfig.model_validate({"tracking": {"wandb": {"project": "p", "mode": "cloud"}}})
+
+
+# In a fresh process: Ray Tune's usage tagging as `Tuner.fit` runs it, inside numsweep's
+# `unused_clients_kept_out` (as `run_sweep` runs every fit) or alone; which tracking clients it
+# imported; and whether, after the block, Ray's integrations load with their clients again (for
+# a later sweep in the same process that tracks with them).
+CLIENTS_SCRIPT = """
+import json, sys
+from ray.air._internal.usage import tag_callbacks
+from ray.tune import Callback
+from orchestrator.sweep_file import TrackingConfig
+from orchestrator.tracking import unused_clients_kept_out
+
+def tag():
+    tag_callbacks([Callback()])
+    return [client for client in ("mlflow", "wandb") if client in sys.modules]
+
+tracking = TrackingConfig.model_validate(json.loads(sys.argv[1]))
+if sys.argv[2] == "numsweep":
+    with unused_clients_kept_out(tracking) as kept_out:
+        imported = tag()
+else:
+    kept_out, imported = [], tag()
+from ray.air.integrations import mlflow as ray_mlflow, wandb as ray_wandb
+after = ray_mlflow.mlflow is not None and ray_wandb.wandb is not None
+print(json.dumps({"kept_out": kept_out, "imported": imported, "clients_after": after}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("tracking", "how", "kept_out", "imported"),
+    [
+        # The premise: Ray's tagging alone imports both clients (else the rest means nothing).
+        ({}, "ray", [], ["mlflow", "wandb"]),
+        ({}, "numsweep", ["mlflow", "wandb"], []),
+        ({"mlflow": {"uri": "http://127.0.0.1:5000"}}, "numsweep", ["wandb"], ["mlflow"]),
+    ],
+    ids=["ray-alone", "no-tracking", "mlflow-only"],
+)
+def test_ray_imports_only_the_tracking_clients_the_sweep_uses(tracking, how, kept_out, imported):
+    run = subprocess.run(
+        [sys.executable, "-c", CLIENTS_SCRIPT, json.dumps(tracking), how],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out == {"kept_out": kept_out, "imported": imported, "clients_after": True}
