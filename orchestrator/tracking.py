@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from orchestrator.sweep_file import TrackingConfig
+from trainables.absent_imports import import_with_absent
 
 EXTRA = "numsweep[tracking]"
 """The optional-dependency group that holds every tracking package."""
@@ -81,12 +82,7 @@ def unused_clients_kept_out(tracking: TrackingConfig) -> Iterator[list[str]]:
     for client, integration in CLIENT_INTEGRATIONS.items():
         if used[client] or client in sys.modules or integration in sys.modules:
             continue
-        sys.modules[client] = None  # `import client` raises ImportError while this holds
-        try:
-            importlib.import_module(integration)
-        finally:
-            if sys.modules.get(client, 0) is None:
-                del sys.modules[client]
+        import_with_absent(integration, [client])
         kept_out.append(client)
     try:
         yield kept_out

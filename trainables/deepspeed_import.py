@@ -12,8 +12,9 @@ keeps it.
 
 from __future__ import annotations
 
-import sys
 from types import ModuleType
+
+from trainables.absent_imports import import_with_absent
 
 # Imported only by DeepSpeed features a trial does not use (the autotuner's logging).
 UNUSED_BY_TRIALS = ("mlflow",)
@@ -21,13 +22,4 @@ UNUSED_BY_TRIALS = ("mlflow",)
 
 def import_deepspeed() -> ModuleType:
     """`import deepspeed`, with the modules of `UNUSED_BY_TRIALS` not yet imported kept out."""
-    hidden = [name for name in UNUSED_BY_TRIALS if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # `import name` raises ImportError while this holds
-    try:
-        import deepspeed
-    finally:
-        for name in hidden:
-            if sys.modules.get(name, 0) is None:
-                del sys.modules[name]
-    return deepspeed
+    return import_with_absent("deepspeed", UNUSED_BY_TRIALS)
