@@ -77,10 +77,10 @@ def unused_clients_kept_out(tracking: TrackingConfig) -> Iterator[list[str]]:
     modules are dropped from `sys.modules`: a later import (a sweep that does track with the
     client) loads them afresh, client and all. A client or an integration module already
     imported is left as it is."""
-    used = {"mlflow": tracking.mlflow is not None, "wandb": tracking.wandb is not None}
+    used = set(_needed(tracking).values())
     kept_out = []
     for client, integration in CLIENT_INTEGRATIONS.items():
-        if used[client] or client in sys.modules or integration in sys.modules:
+        if client in used or client in sys.modules or integration in sys.modules:
             continue
         import_with_absent(integration, [client])
         kept_out.append(client)
