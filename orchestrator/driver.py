@@ -27,6 +27,7 @@ from ray.tune.integration.ray_train import TuneReportCallback
 
 from analysis.results import SCHEMA_VERSION, ExperimentPaths, ResultsStore
 from orchestrator.parquet_sink import ParquetSink
+from orchestrator.placement_reaper import PlacementGroupReaper
 from orchestrator.progress import ProgressCallback
 from orchestrator.search_space import (
     define_by_run,
@@ -37,27 +38,18 @@ from orchestrator.search_space import (
 )
 from orchestrator.sweep_file import SweepConfig
 from orchestrator.tracking import tracking_callbacks, trial_name, unused_clients_kept_out
+from orchestrator.train_bounds import (
+    failure_config,
+    placement_timeout,
+    set_train_env,
+    worker_resources,
+)
+from orchestrator.trial_placement import trial_resources
 from orchestrator.trial_trainer import TrialTrainer
 from orchestrator.tune_handover import wait_for_tune
 from trainables.data.text_files import corpus_manifest
 from trainables.entry import train_loop_per_worker
 from trainables.report_protocol import STOPPED_KEY
-
-# The Tune trial itself only waits on its Train run: no CPU, a token of memory (Tune refuses an
-# empty resource request). The workers' resources are requested by the Train run.
-DRIVER_RESOURCES = {"cpu": 0, "memory": 2**27}
-# Ray Train's controller polls its workers every 2 s by default, and every report waits for the
-# next poll (the step-0 report that starts a trial's metrics, the last one that ends it); at
-# 0.5 s that wait is short, for a few cheap calls a second. Ray Train reads it from the
-# environment of the process that calls fit() and passes it on to its controller.
-# A worker answers that poll from its actor's main thread while training runs in another
-# thread, in milliseconds; a poll unanswered for minutes means a worker that is gone without
-# Ray core having said so. Ray's default waits 10 minutes for it, a stalled trial (and a stalled
-# sweep, when the others wait for its CPU); 2 minutes still leaves a loaded machine room.
-TRAIN_ENV = {
-    "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.5",
-    "RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S": "120",
-}
 
 
 class NonFiniteLossError(RuntimeError):
@@ -67,14 +59,10 @@ class NonFiniteLossError(RuntimeError):
 def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) -> None:
     """Tune function trainable: run one trial as a Ray Train job and wait for it."""
     launched_at = time.time()  # the start of the trial's start-up timeline
-    for key, value in TRAIN_ENV.items():
-        os.environ.setdefault(key, value)
     sweep_cfg = SweepConfig.model_validate(sweep)
     trial_id = tune.get_context().get_trial_id()
     resources = sweep_cfg.resources
-    per_worker = {"CPU": resources.cpus_per_worker}
-    if resources.gpus_per_worker:
-        per_worker["GPU"] = resources.gpus_per_worker
+    set_train_env(resources)
     trainer = TrialTrainer(
         train_loop_per_worker,
         train_loop_config={
@@ -84,17 +72,23 @@ def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) 
         scaling_config=ray.train.ScalingConfig(
             num_workers=resources.workers_per_trial,
             use_gpu=resources.gpus_per_worker > 0,
-            resources_per_worker=per_worker,
+            resources_per_worker=worker_resources(resources),
         ),
         run_config=ray.train.RunConfig(
             name=trial_id,
             storage_path=storage_path,
             callbacks=[TuneReportCallback()],
-            failure_config=ray.train.FailureConfig(max_failures=resources.max_failures),
+            failure_config=failure_config(resources),
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
         ),
     )
-    result = trainer.fit()
+    try:
+        result = trainer.fit()
+    except Exception as error:
+        explained = placement_timeout(error, trial_id, resources)
+        if explained is None:
+            raise
+        raise explained from error
     wait_for_tune()
     reason = (result.metrics or {}).get(STOPPED_KEY)
     if reason:
@@ -316,7 +310,8 @@ def _tuner(
         tune.with_parameters(
             run_trial, sweep=sweep.model_dump(mode="json"), storage_path=paths.ray_storage
         ),
-        DRIVER_RESOURCES,
+        # On the head node (orchestrator.trial_placement), and so is the trial's Train controller.
+        trial_resources(),
     )
     run_path = f"{paths.ray_storage}/{run.name}"
     if tune.Tuner.can_restore(run_path):
@@ -350,6 +345,7 @@ def _tuner(
             name=run.name,
             storage_path=paths.ray_storage,
             callbacks=[
+                PlacementGroupReaper(),
                 sink,
                 *tracking_callbacks(sweep.tracking, sweep.experiment),
                 *([] if verbose else [progress_callback(sweep, run)]),

@@ -18,6 +18,21 @@ LOCAL_START_ATTEMPTS = 2
 STARTUP_TIMEOUT_SAYS = "timed out during startup"
 
 
+def cluster_address_env(address: str) -> dict[str, Any] | None:
+    """The sweep's processes are told which cluster they belong to (RAY_ADDRESS in the job's
+    runtime environment) when `address` names its GCS as host:port.
+
+    Ray processes that use Ray's state API without an address guess it from the Ray processes
+    running on their machine, and fail when there are several instances (a local cluster beside
+    another Ray, as in the test suite; several clusters on one host). Among them is Ray Train's
+    placement-group cleaner: its watching thread dies of that error at its first look, and a
+    controller that ends uncleanly then leaves its workers' CPUs held until the sweep ends
+    (cluster/README.md, "A lost worker node")."""
+    if "://" in address or address == "auto":
+        return None
+    return {"env_vars": {"RAY_ADDRESS": address}}
+
+
 def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
     """Initialise Ray and say how: "cluster" when `address` (or RAY_ADDRESS, as set inside
     `ray job submit`) names one, "local" for an embedded instance on 127.0.0.1."""
@@ -25,7 +40,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
         return "existing"
     address = address or os.environ.get("RAY_ADDRESS")
     if address and address != "local":
-        ray.init(address=address)
+        ray.init(address=address, runtime_env=cluster_address_env(address))
         return "cluster"
     # No node of a single machine is preempted, so Ray Train's preemption watcher (one more
     # process per trial start) has nothing to watch. Set before Ray starts: its processes

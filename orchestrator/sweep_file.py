@@ -357,9 +357,15 @@ class ResourcesConfig(_Strict):
     max_concurrent_trials: int | None = Field(None, ge=1)
     """Trials at once; null = as many as the cluster's CPUs/GPUs hold."""
     max_failures: int = Field(1, ge=0)
-    """Ray Train worker-group restarts per trial (from the latest checkpoint)."""
+    """Ray Train worker-group restarts per trial (from the latest checkpoint), for each kind of
+    failure: a worker that crashed, a worker node that was drained (preempted), a start of the
+    workers that waited longer than `placement_timeout_s` for their resources."""
+    placement_timeout_s: float = Field(600.0, gt=0)
+    """How long one start of a trial's workers may wait for their CPUs/GPUs (Ray Train's
+    worker-group start timeout; Ray's own default, 60 s, is retried without end). A trial that
+    cannot be placed fails after (max_failures + 1) starts, naming what it waited for."""
     trial_max_failures: int = Field(0, ge=0)
-    """Tune restarts of a trial whose driver failed (its Train run resumes from storage)."""
+    """Tune restarts of a failed trial (its Train run resumes from its latest checkpoint)."""
 
 
 class MlflowTracking(_Strict):

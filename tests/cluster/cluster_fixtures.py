@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -174,7 +175,37 @@ class LocalCluster:
         try:
             return wait_for(f"job {submission_id} to end", finished, timeout, every=2.0)
         except AssertionError as timeout_error:
-            raise AssertionError(f"{timeout_error}\n{self.stuck_job(submission_id)}") from None
+            raise AssertionError(
+                f"{self.diagnose(submission_id)}\n{timeout_error}\n{self.stuck_job(submission_id)}"
+            ) from None
+
+    def diagnose(self, submission_id: str) -> str:
+        """One line on a job that did not end: which nodes are dead, which placement groups of
+        CPUs/GPUs wait, and which hold resources while no live actor of the job runs in them
+        (the resources a dead Train controller left), with their nodes."""
+        job = self.jobs().get(submission_id, {})
+        names = self.node_names()
+        dead = sorted(n["node_name"] for n in self.nodes() if n["state"] == "DEAD")
+        live = [a for a in self.actors(job.get("job_id") or "") if a["state"] != "DEAD"]
+        used = {a.get("placement_group_id") for a in live}
+        waiting, orphans = [], []
+        for group in self.list_state("placement_groups"):
+            held = [b["unit_resources"] for b in group["bundles"]]
+            if not any("CPU" in r or "GPU" in r for r in held):
+                continue  # Tune's own groups (memory only)
+            if group["state"] in ("PENDING", "RESCHEDULING"):
+                waiting.append(f"{group['placement_group_id'][:12]} {held}")
+            elif group["state"] == "CREATED" and group["placement_group_id"] not in used:
+                nodes = sorted({names.get(b["node_id"], "?") for b in group["bundles"]})
+                orphans.append(f"{group['placement_group_id'][:12]} {held} on {nodes}")
+        controllers = [
+            names.get(a["node_id"], "?") for a in live if a["class_name"] == "TrainController"
+        ]
+        return (
+            f"diagnosis: job {submission_id} {job.get('status')}; dead nodes {dead}; "
+            f"live Train controllers on {sorted(controllers)}; placement groups waiting: "
+            f"{waiting or 'none'}; holding resources with no live actor: {orphans or 'none'}"
+        )
 
     def stuck_job(self, submission_id: str) -> str:
         """What a job that did not end was doing: its log's tail, the nodes and placement groups
@@ -371,3 +402,134 @@ def assert_complete(results: Path, config: dict) -> pl.DataFrame:
             assert ("train/loss" in names) == (step > 0), (trial_id, step)
             assert ("model/params_total" in names) == (step == 0), (trial_id, step)
     return latest
+
+
+def assert_resumed(reports: list[tuple[int, bool]], stored_at_failure: int, config: dict) -> None:
+    """A trial's reports (step, replayed) in order, after a failure once step
+    `stored_at_failure` was stored: it resumed from a checkpoint at or past that step, not from
+    scratch. Every step was reported; step 0 was trained once, and only steps from that
+    checkpoint on were trained twice (a restarted worker first sends its checkpoint's latest
+    reports again, marked replayed; the sink keeps one copy of each step)."""
+    assert sorted({step for step, _ in reports}) == expected_steps(config), reports
+    trained = [step for step, replayed in reports if not replayed]
+    assert trained.count(0) == 1, reports
+    repeated = {s for s in trained if trained.count(s) > 1}
+    assert all(s >= stored_at_failure for s in repeated), (stored_at_failure, reports)
+
+
+def first_new_row(results: Path, experiment: str, trial_id: str, after_step: int) -> float:
+    """When the first row of `trial_id` past `after_step` was stored (epoch seconds)."""
+    table = metrics(results, experiment)
+    assert table is not None
+    rows = table.filter((pl.col("trial_id") == trial_id) & (pl.col("step") > after_step))
+    return rows["ts"].min().timestamp()
+
+
+# ---- failures mid-sweep (the tests and bench/node_crash.py share them) ---------------------------
+
+# The actors a trial needs alive to go on, besides its Train workers: Tune's trial actor and its
+# result queue, Ray Train's controller and the controller's synchronisation actor.
+CONTROL_ACTORS = ("ImplicitFunc", "_QueueActor", "TrainController", "SynchronizationActor")
+
+
+def control_actors(cluster: LocalCluster, job_id: str) -> dict[str, list[str]]:
+    """Where a job's live control actors are: class name -> node names."""
+    names = cluster.node_names()
+    where: dict[str, list[str]] = {}
+    for actor in cluster.actors(job_id, alive=True):
+        if actor["class_name"] in CONTROL_ACTORS:
+            where.setdefault(actor["class_name"], []).append(names.get(actor["node_id"], "?"))
+    return {k: sorted(v) for k, v in sorted(where.items())}
+
+
+def start_midway(
+    cluster: LocalCluster,
+    work: Path,
+    runtime_env: Path,
+    experiment: str,
+    timeout: float,
+    every_trial: bool = False,
+) -> dict:
+    """Submit the two-trial sweep (each trial one 1-CPU worker, so each takes one worker node)
+    and return once both trials are training and one (`every_trial`: each) has a checkpoint on
+    disk (step 4) and steps still to go."""
+    config = sweep_config(experiment, steps=20, every=4, max_failures=2, trial_max_failures=2)
+    results = work / f"results-{experiment}"
+    cluster.submit(experiment, runtime_env, *sweep_command(write_sweep(work, config), results))
+    job_id = wait_for(
+        "the job's driver", lambda: cluster.jobs().get(experiment, {}).get("job_id"), 180
+    )
+    final = config["trial"]["train"]["steps"]
+
+    def midway():
+        steps = stored_steps(results, experiment)
+        workers = list(cluster.train_workers(job_id).values())
+        ready = [(t, node) for t, node in workers if 4 <= steps.get(t, -1) < final]
+        if len(workers) == 2 and ready and (len(ready) == 2 or not every_trial):
+            return ready[0]
+        return None
+
+    trial_id, node = wait_for("a trial midway", midway, timeout, every=1)
+    return {"config": config, "results": results, "job_id": job_id, "trial": trial_id, "node": node}
+
+
+def end_of(cluster: LocalCluster, run: dict, failed_at: float, timeout: float) -> dict:
+    """Wait for the job of `run` (from `start_midway`) to end, and add what happened to it."""
+    experiment = run["config"]["experiment"]
+    job = cluster.wait_job(experiment, timeout)
+    return {
+        **run,
+        "job": job,
+        "logs": cluster.job_logs(experiment),
+        "failed_at": failed_at,
+        "train_actors": cluster.actors(run["job_id"], "RayTrainWorker"),
+        "nodes": {n["node_name"]: n for n in cluster.nodes()},
+    }
+
+
+def crash_node_midway(
+    cluster: LocalCluster, work: Path, runtime_env: Path, experiment: str, timeout: float
+) -> dict:
+    """Once a trial has a checkpoint on disk, SIGKILL every process of the worker node running
+    its Train worker at once (`local.py stop-node --force`), and wait up to `timeout` s for the
+    job to end (an AssertionError carrying the diagnosis otherwise)."""
+    run = start_midway(cluster, work, runtime_env, experiment, timeout)
+    run["placement"] = control_actors(cluster, run["job_id"])
+    node_pids = cluster.pids(run["node"])
+    run["step"] = stored_steps(run["results"], experiment)[run["trial"]]
+    crashed_at = time.time()
+    out = cluster.local("stop-node", run["node"], "--force", timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run["survivors"] = {p for p in node_pids if running(p)}
+    return end_of(cluster, run, crashed_at, timeout)
+
+
+def kill_controllers_midway(
+    cluster: LocalCluster, work: Path, runtime_env: Path, experiment: str, timeout: float
+) -> dict:
+    """Once a trial has a checkpoint on disk, SIGKILL every Ray Train controller of the sweep
+    and every Ray Train placement-group cleaner (what a lost node that held the controllers did,
+    with the cleaners dead as CI's were), while the Train workers' nodes live on; wait up to
+    `timeout` s for the job to end. The workers' placement groups are then held by no live
+    actor: only numsweep's reaper can give their CPUs back to the restarted trials."""
+    run = start_midway(cluster, work, runtime_env, experiment, timeout, every_trial=True)
+    run["placement"] = control_actors(cluster, run["job_id"])
+    groups = [
+        g["placement_group_id"]
+        for g in cluster.list_state("placement_groups")
+        if g["state"] == "CREATED"
+        and g["creator_job_id"] == run["job_id"]
+        and any("CPU" in b["unit_resources"] for b in g["bundles"])
+    ]
+    victims = [
+        a
+        for a in cluster.actors(run["job_id"], alive=True)
+        if a["class_name"] in ("TrainController", "PlacementGroupCleaner")
+    ]
+    run["steps"] = stored_steps(run["results"], run["config"]["experiment"])
+    killed_at = time.time()
+    for actor in victims:
+        os.kill(int(actor["pid"]), signal.SIGKILL)
+    run["killed"] = sorted(a["class_name"] for a in victims)
+    run["orphaned_groups"] = groups
+    return end_of(cluster, run, killed_at, timeout)

@@ -29,7 +29,10 @@ import pytest
 from tests.cluster.cluster_fixtures import (
     LocalCluster,
     assert_complete,
-    expected_steps,
+    assert_resumed,
+    crash_node_midway,
+    first_new_row,
+    kill_controllers_midway,
     latest_trials,
     metrics,
     reported_steps,
@@ -45,19 +48,37 @@ from tests.cluster.cluster_fixtures import (
 
 pytestmark = pytest.mark.slow
 
-JOB_TIMEOUT_S = 600
+# A job's deadline in each scenario: a sweep here takes 1-2 minutes, a recovery under load up to
+# about 4 (cluster/README.md); a hang fails the test with its diagnosis on the first line.
+JOB_TIMEOUT_S = 420
+
+
+def _stop(cluster: LocalCluster) -> None:
+    cluster.stop()
+    left = cluster.pids()
+    shutil.rmtree(cluster.dir, ignore_errors=True)
+    assert not left, f"processes of the cluster survive `local.py stop`: {sorted(left)}"
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def bystander():
+    """Another Ray instance on the same machine, as when `make test` runs another file's Ray
+    beside this one: Ray processes that look for "the" cluster among the machine's Ray processes
+    find two (Ray Train's placement-group cleaner did, and stopped watching: the CI hang)."""
+    started = LocalCluster.start(workers=0)
+    try:
+        yield started
+    finally:
+        _stop(started)
+
+
+@pytest.fixture(scope="module")
+def cluster(bystander):
     started = LocalCluster.start(workers=2, cpus=1)
     try:
         yield started
     finally:
-        started.stop()
-        left = started.pids()
-        shutil.rmtree(started.dir, ignore_errors=True)
-        assert not left, f"processes of the cluster survive `local.py stop`: {sorted(left)}"
+        _stop(started)
 
 
 @pytest.fixture(scope="module")
@@ -68,27 +89,6 @@ def work(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def runtime_env(work) -> Path:
     return runtime_env_without_pip(work)
-
-
-def assert_resumed(reports: list[tuple[int, bool]], stored_at_failure: int, config: dict) -> None:
-    """A trial's reports (step, replayed) in order, after a failure once step
-    `stored_at_failure` was stored: it resumed from a checkpoint at or past that step, not from
-    scratch. Every step was reported; step 0 was trained once, and only steps from that
-    checkpoint on were trained twice (a restarted worker first sends its checkpoint's latest
-    reports again, marked replayed; the sink keeps one copy of each step)."""
-    assert sorted({step for step, _ in reports}) == expected_steps(config), reports
-    trained = [step for step, replayed in reports if not replayed]
-    assert trained.count(0) == 1, reports
-    repeated = {s for s in trained if trained.count(s) > 1}
-    assert all(s >= stored_at_failure for s in repeated), (stored_at_failure, reports)
-
-
-def _first_new_row(results: Path, experiment: str, trial_id: str, after_step: int) -> float:
-    """When the first row of `trial_id` past `after_step` was stored (epoch seconds)."""
-    table = metrics(results, experiment)
-    assert table is not None
-    rows = table.filter((pl.col("trial_id") == trial_id) & (pl.col("step") > after_step))
-    return rows["ts"].min().timestamp()
 
 
 # ---- the cluster itself ----------------------------------------------------------------------
@@ -324,7 +324,7 @@ def test_killed_train_worker_resumes_from_its_checkpoint(two_node_sweep):
     # checkpoint's own step on resume; the sink keeps one copy).
     steps = reported_steps(results, "twonode", killed["trial"])
     assert_resumed(steps, killed["step"], run["config"])
-    recovered = _first_new_row(results, "twonode", killed["trial"], killed["step"])
+    recovered = first_new_row(results, "twonode", killed["trial"], killed["step"])
     print(
         f"\nrecovery: Train worker SIGKILLed after step {killed['step']} on {killed['node']}: "
         f"next step stored {recovered - killed['at']:.1f} s later "
@@ -393,11 +393,48 @@ def test_killed_driver_then_resubmitted_job_resumes_the_sweep(resubmitted_sweep)
     midway = {t: s for t, s in run["steps_at_kill"].items() if 4 <= s < final}
     for trial_id, step in midway.items():
         assert_resumed(reported_steps(run["results"], "resume", trial_id), step, run["config"])
-    first_new = min(_first_new_row(run["results"], "resume", t, s) for t, s in midway.items())
+    first_new = min(first_new_row(run["results"], "resume", t, s) for t, s in midway.items())
     print(
         f"\nrecovery: sweep driver SIGKILLed with trials at {run['steps_at_kill']}; resubmitted "
         f"{run['resubmitted_at'] - run['killed_at']:.1f} s later; first new step stored "
         f"{first_new - run['resubmitted_at']:.1f} s after the resubmission"
+    )
+
+
+# ---- the trials' controllers lost mid-run, and Ray Train's cleaners with them ------------------
+
+
+@pytest.fixture(scope="module")
+def lost_controllers_sweep(cluster, work, runtime_env):
+    """Once both trials have a checkpoint, every Ray Train controller of the sweep and every
+    Ray Train placement-group cleaner is SIGKILLed: the state a node crash that took the
+    controllers left on CI (their workers' groups held by nobody). Tune restarts both trials;
+    numsweep's reaper gives back the groups; both resume from their checkpoints."""
+    return kill_controllers_midway(cluster, work, runtime_env, "lostcontrol", JOB_TIMEOUT_S)
+
+
+def test_lost_controllers_their_trials_resume_and_their_cpus_come_back(lost_controllers_sweep):
+    run = lost_controllers_sweep
+    assert_control_on_the_head(run["placement"])
+    assert run["killed"].count("TrainController") == 2, run["killed"]
+    assert run["job"]["status"] == "SUCCEEDED", run["logs"][-4000:]
+    latest = assert_complete(run["results"], run["config"])
+    # Each trial was restarted by Tune once and went on from its checkpoint.
+    assert restarts_per_trial(run["results"], "lostcontrol") == dict.fromkeys(latest["trial_id"], 1)
+    for trial_id, step in run["steps"].items():
+        assert_resumed(reported_steps(run["results"], "lostcontrol", trial_id), step, run["config"])
+    # The killed controllers' groups were given back by the driver, with a line saying so.
+    assert len(run["orphaned_groups"]) == 2, run["orphaned_groups"]
+    for group in run["orphaned_groups"]:
+        assert f"numsweep: removed placement group {group[:12]}" in run["logs"], run["logs"][-4000:]
+    finished = latest_trials(run["results"], "lostcontrol")["end"].max().timestamp()
+    resumed = min(
+        first_new_row(run["results"], "lostcontrol", t, s) for t, s in run["steps"].items()
+    )
+    print(
+        f"\nrecovery: both Train controllers and their cleaners SIGKILLed at steps {run['steps']}: "
+        f"first new step stored {resumed - run['failed_at']:.1f} s later, sweep done "
+        f"{finished - run['failed_at']:.1f} s after the kill"
     )
 
 
@@ -408,47 +445,25 @@ def test_killed_driver_then_resubmitted_job_resumes_the_sweep(resubmitted_sweep)
 def node_crash_sweep(cluster, work, runtime_env):
     """Once a trial has a checkpoint on disk, every process of the worker node running it is
     SIGKILLed at once (`local.py stop-node --force`). Ray Train restarts its worker group from the
-    checkpoint (or, if the node also held the trial's driver, Ray Tune restarts the trial, which
-    resumes from storage) on the remaining node, once the other trial frees its CPU."""
-    config = sweep_config("nodecrash", steps=20, every=4, max_failures=2, trial_max_failures=2)
-    results = work / "results-nodecrash"
-    cluster.submit("nodecrash", runtime_env, *sweep_command(write_sweep(work, config), results))
-    job_id = wait_for(
-        "the job's driver", lambda: cluster.jobs().get("nodecrash", {}).get("job_id"), 180
-    )
-    final = config["trial"]["train"]["steps"]
+    checkpoint on the remaining node, once the other trial frees its CPU."""
+    return crash_node_midway(cluster, work, runtime_env, "nodecrash", JOB_TIMEOUT_S)
 
-    def victim():
-        steps = stored_steps(results, "nodecrash")
-        for trial_id, node in cluster.train_workers(job_id).values():
-            if 4 <= steps.get(trial_id, -1) < final:
-                return trial_id, node, steps[trial_id]
-        return None
 
-    trial_id, node, step = wait_for("a trial midway", victim, JOB_TIMEOUT_S, every=1)
-    node_pids = cluster.pids(node)
-    crashed_at = time.time()
-    out = cluster.local("stop-node", node, "--force", timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
-    survivors = {p for p in node_pids if running(p)}
-    job = cluster.wait_job("nodecrash", JOB_TIMEOUT_S)
-    return {
-        "config": config,
-        "results": results,
-        "job": job,
-        "logs": cluster.job_logs("nodecrash"),
-        "trial": trial_id,
-        "node": node,
-        "step": step,
-        "crashed_at": crashed_at,
-        "survivors": survivors,
-        "train_actors": cluster.actors(job_id, "RayTrainWorker"),
-        "nodes": {n["node_name"]: n for n in cluster.nodes()},
-    }
+def assert_control_on_the_head(placement: dict[str, list[str]]) -> None:
+    """Every trial's control actors (Tune's trial actor and queue, Ray Train's controller and
+    synchronisation actor) ran on the head (orchestrator.trial_placement)."""
+    assert {"ImplicitFunc", "TrainController"} <= set(placement), placement
+    assert {node for nodes in placement.values() for node in nodes} == {"head"}, placement
+
+
+def restarts_per_trial(results: Path, experiment: str) -> dict[str, int]:
+    starts = trials(results, experiment).filter(pl.col("status") == "RUNNING")
+    return dict(starts.group_by("trial_id").len().with_columns(pl.col("len") - 1).iter_rows())
 
 
 def test_crashed_worker_node_its_trial_finishes_on_the_other(node_crash_sweep):
     run = node_crash_sweep
+    assert_control_on_the_head(run["placement"])
     assert not run["survivors"], f"processes of {run['node']} outlived its crash"
     assert run["nodes"][run["node"]]["state"] == "DEAD"
     assert run["job"]["status"] == "SUCCEEDED", run["logs"][-4000:]
@@ -461,17 +476,28 @@ def test_crashed_worker_node_its_trial_finishes_on_the_other(node_crash_sweep):
     assert len(run["train_actors"]) >= 3 and len(on_other) >= 2, run["train_actors"]
     steps = reported_steps(run["results"], "nodecrash", run["trial"])
     assert_resumed(steps, run["step"], run["config"])
-    recovered = _first_new_row(run["results"], "nodecrash", run["trial"], run["step"])
+    # Its controller lived on the head: Ray Train restarted the workers, no Tune restart.
+    assert restarts_per_trial(run["results"], "nodecrash") == dict.fromkeys(latest["trial_id"], 0)
+    recovered = first_new_row(run["results"], "nodecrash", run["trial"], run["step"])
     finished = latest_trials(run["results"], "nodecrash")["end"].max().timestamp()
-    # Tune restarts per trial (a trial whose driver or Train controller was on the lost node).
-    starts = trials(run["results"], "nodecrash").filter(pl.col("status") == "RUNNING")
-    restarts = dict(starts.group_by("trial_id").len().with_columns(pl.col("len") - 1).iter_rows())
     print(
         f"\nrecovery: {run['node']} SIGKILLed with trial {run['trial']} at step {run['step']}: "
-        f"its next step stored {recovered - run['crashed_at']:.1f} s later on {other} "
-        f"(after the other trial freed the CPU); sweep done {finished - run['crashed_at']:.1f} s "
-        f"after the crash; Tune restarts per trial: {restarts}"
+        f"its next step stored {recovered - run['failed_at']:.1f} s later on {other} "
+        f"(after the other trial freed the CPU); sweep done {finished - run['failed_at']:.1f} s "
+        "after the crash"
     )
+
+
+def test_ray_trains_cleaners_kept_watching(cluster, node_crash_sweep, lost_controllers_sweep):
+    """With another Ray instance on the machine, Ray Train's cleaners still found their cluster
+    (orchestrator.local_ray.cluster_address_env): none of their watching threads died."""
+    logs = cluster.dir / "ray" / "head" / "session_latest" / "logs"
+    died = [
+        err.name
+        for err in logs.glob("worker-*.err")
+        if "Exception in thread PlacementGroupCleanerMonitor" in err.read_text(errors="replace")
+    ]
+    assert not died, died
 
 
 def test_stop_leaves_no_process_behind(cluster):

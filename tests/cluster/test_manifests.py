@@ -149,6 +149,7 @@ def test_7b_sweep_loads_and_uses_the_zero3_config_on_gpus():
     r = sweep.resources
     assert r.gpus_per_worker == 1 and r.workers_per_trial == 8
     assert r.max_failures >= 1 and r.trial_max_failures >= 1
+    assert r.placement_timeout_s >= 600  # an autoscaled GPU node takes minutes to come up
     assert sweep.trial.model.path.startswith(f"{SHARED}/")
     assert sweep.trial.data.path.startswith(f"{SHARED}/")
     assert sweep.trial.cache_dir.startswith(f"{SHARED}/")

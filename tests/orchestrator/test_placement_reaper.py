@@ -1,0 +1,60 @@
+"""orchestrator.placement_reaper: a placement group of this sweep that holds CPUs but runs no
+live actor (a Train controller ended without removing it) is removed after the grace period;
+groups in use, and Tune's memory-only groups, are left alone."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import ray
+from ray.util.placement_group import placement_group, placement_group_table
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from orchestrator.placement_reaper import PlacementGroupReaper
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    from orchestrator.local_ray import connect
+
+    connect(num_cpus=2)
+    yield
+    ray.shutdown()
+
+
+@ray.remote(num_cpus=1)
+class Worker:
+    def ready(self) -> bool:
+        return True
+
+
+def state(group) -> str:
+    return placement_group_table(group)["state"]
+
+
+def test_only_an_unused_worker_group_is_removed_and_only_after_the_grace(ray_local) -> None:
+    orphan = placement_group([{"CPU": 1}])  # as a dead controller leaves its workers' group
+    used = placement_group([{"CPU": 1}])
+    tune_trial = placement_group([{"memory": 2**27}])  # a Tune trial's: no CPU
+    ray.get([orphan.ready(), used.ready(), tune_trial.ready()])
+    worker = Worker.options(scheduling_strategy=PlacementGroupSchedulingStrategy(used)).remote()
+    ray.get(worker.ready.remote())
+
+    reaper = PlacementGroupReaper(grace_s=2.0)
+    first = time.monotonic()
+    assert reaper.look(first) == []  # seen unused once: not yet
+    assert state(orphan) == "CREATED"
+    time.sleep(2.2)
+    assert reaper.look(time.monotonic()) == [orphan.id.hex()]
+    assert state(orphan) == "REMOVED"
+    assert state(used) == "CREATED" and state(tune_trial) == "CREATED"
+    # A group whose last actor ends becomes a suspect from then on, not from before.
+    ray.kill(worker)
+    time.sleep(1.0)
+    now = time.monotonic()
+    assert reaper.look(now) == []
+    assert reaper.look(now + 2.0) == [used.id.hex()]
+    assert state(tune_trial) == "CREATED"
