@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -30,17 +31,29 @@ from ray.util.state import list_actors, list_placement_groups
 # Resources a placement group of Train workers holds; Tune's trial groups hold only memory.
 WORKER_RESOURCES = ("CPU", "GPU")
 STATE_API_TIMEOUT_S = 10
+# Looks in a row that may fail before the sweep says so (the state API comes up a little after
+# Ray, and a loaded head answers late now and then).
+QUIET_FAILED_LOOKS = 4
 
 
-def worker_groups(address: str, job_id: str) -> dict[str, list[dict]]:
-    """This job's created placement groups that hold CPUs or GPUs: id -> bundles."""
-    groups = list_placement_groups(
+def _state(list_fn: Callable[..., list], address: str, filters: list[tuple]) -> list:
+    """Every row of one of Ray's state API listings (detailed) that matches `filters`."""
+    return list_fn(
         address=address,
-        filters=[("creator_job_id", "=", job_id), ("state", "=", "CREATED")],
+        filters=filters,
         detail=True,
         limit=10_000,
         timeout=STATE_API_TIMEOUT_S,
         raise_on_missing_output=False,
+    )
+
+
+def worker_groups(address: str, job_id: str) -> dict[str, list[dict]]:
+    """This job's created placement groups that hold CPUs or GPUs: id -> bundles."""
+    groups = _state(
+        list_placement_groups,
+        address,
+        [("creator_job_id", "=", job_id), ("state", "=", "CREATED")],
     )
     return {
         g.placement_group_id: g.bundles
@@ -52,14 +65,7 @@ def worker_groups(address: str, job_id: str) -> dict[str, list[dict]]:
 def used_groups(address: str, job_id: str) -> set[str]:
     """The placement groups that this job's actors that are not dead (alive, pending, restarting)
     run in."""
-    actors = list_actors(
-        address=address,
-        filters=[("job_id", "=", job_id), ("state", "!=", "DEAD")],
-        detail=True,
-        limit=10_000,
-        timeout=STATE_API_TIMEOUT_S,
-        raise_on_missing_output=False,
-    )
+    actors = _state(list_actors, address, [("job_id", "=", job_id), ("state", "!=", "DEAD")])
     return {a.placement_group_id for a in actors if a.placement_group_id}
 
 
@@ -81,10 +87,16 @@ class PlacementGroupReaper(tune.Callback):
         self._next_look = now + self.every_s
         try:
             self.look(now)
-        except Exception as error:  # the state API unreachable for a moment: look again later
+        except Exception as error:  # the state API unreachable (starting, busy): look again
             self._failed_looks += 1
-            if self._failed_looks == 1:
-                print(f"numsweep: cannot list placement groups ({error})", file=sys.stderr)
+            if self._failed_looks == QUIET_FAILED_LOOKS:
+                print(
+                    f"numsweep: cannot list this sweep's placement groups ({error}); resources a "
+                    "dead Ray Train controller leaves held are not given back while this lasts",
+                    file=sys.stderr,
+                )
+        else:
+            self._failed_looks = 0
 
     def look(self, now: float) -> list[str]:
         """One look: note the unused groups, remove those unused since `grace_s` ago; the ids

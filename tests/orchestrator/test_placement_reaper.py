@@ -11,9 +11,7 @@ import ray
 from ray.util.placement_group import placement_group, placement_group_table
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from orchestrator.placement_reaper import PlacementGroupReaper
-
-pytestmark = pytest.mark.slow
+from orchestrator.placement_reaper import QUIET_FAILED_LOOKS, PlacementGroupReaper
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +33,7 @@ def state(group) -> str:
     return placement_group_table(group)["state"]
 
 
+@pytest.mark.slow
 def test_only_an_unused_worker_group_is_removed_and_only_after_the_grace(ray_local) -> None:
     orphan = placement_group([{"CPU": 1}])  # as a dead controller leaves its workers' group
     used = placement_group([{"CPU": 1}])
@@ -58,3 +57,27 @@ def test_only_an_unused_worker_group_is_removed_and_only_after_the_grace(ray_loc
     assert reaper.look(now) == []
     assert reaper.look(now + 2.0) == [used.id.hex()]
     assert state(tune_trial) == "CREATED"
+
+
+class Unreachable(PlacementGroupReaper):
+    """A reaper whose state API does not answer."""
+
+    def look(self, now: float) -> list[str]:
+        self.looks = getattr(self, "looks", 0) + 1
+        raise ConnectionError("state API down")
+
+
+def test_looks_are_spaced_and_a_lasting_failure_is_said_once(capsys) -> None:
+    reaper = Unreachable(every_s=0.0)
+    for step in range(QUIET_FAILED_LOOKS - 1):
+        reaper.on_step_end(step, [])
+    assert capsys.readouterr().err == ""  # a state API still starting: nothing said yet
+    for step in range(3):
+        reaper.on_step_end(step, [])
+    err = capsys.readouterr().err
+    assert err.count("numsweep: cannot list") == 1 and "state API down" in err, err
+    assert reaper.looks == QUIET_FAILED_LOOKS + 2  # every step looked, the sweep went on
+    spaced = Unreachable(every_s=3600.0)
+    for step in range(5):
+        spaced.on_step_end(step, [])
+    assert spaced.looks == 1
