@@ -101,7 +101,10 @@ def one_run(index: int, scenario: str, out: Path, timeout: float) -> dict[str, A
         try:
             run = SCENARIOS[scenario](cluster, work, runtime_env, f"{scenario}crash", timeout)
         except AssertionError as error:
-            record.update(status="HUNG", error=str(error).splitlines()[0])
+            # A job that did not end says "diagnosis: …" first; anything else failed before
+            # the failure was caused (the sweep never reached the state to hit).
+            first = str(error).splitlines()[0]
+            record.update(status="HUNG" if first.startswith("diagnosis:") else "SETUP", error=first)
             diagnosis = out / f"run-{index:02d}"
             diagnosis.mkdir(parents=True, exist_ok=True)
             (diagnosis / "diagnosis.txt").write_text(str(error))

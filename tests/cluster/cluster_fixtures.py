@@ -452,8 +452,10 @@ def start_midway(
 ) -> dict:
     """Submit the two-trial sweep (each trial one 1-CPU worker, so each takes one worker node)
     and return once both trials are training and one (`every_trial`: each) has a checkpoint on
-    disk (step 4) and steps still to go."""
-    config = sweep_config(experiment, steps=20, every=4, max_failures=2, trial_max_failures=2)
+    disk (step 4) and steps still to go. Each trial has 20 steps, or 40 with `every_trial`: one
+    trial's start can lag the other's by longer than 16 steps take."""
+    steps = 40 if every_trial else 20
+    config = sweep_config(experiment, steps=steps, every=4, max_failures=2, trial_max_failures=2)
     results = work / f"results-{experiment}"
     cluster.submit(experiment, runtime_env, *sweep_command(write_sweep(work, config), results))
     job_id = wait_for(
