@@ -30,8 +30,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from tests.cluster.cluster_fixtures import (
     LocalCluster,
     assert_complete,
@@ -41,8 +39,8 @@ from tests.cluster.cluster_fixtures import (
     kill_controllers_midway,
     latest_trials,
     reported_steps,
+    restarts_per_trial,
     runtime_env_without_pip,
-    trials,
 )
 
 # The head's worker logs worth keeping from a hang: the processes that hold or free a trial's
@@ -68,10 +66,7 @@ def _measure(run: dict[str, Any]) -> dict[str, Any]:
         finished = latest_trials(results, experiment)["end"].max().timestamp()
         facts["recovered_s"] = round(recovered - run["failed_at"], 1)
         facts["done_s"] = round(finished - run["failed_at"], 1)
-    starts = trials(results, experiment).filter(pl.col("status") == "RUNNING")
-    facts["tune_restarts"] = dict(
-        starts.group_by("trial_id").len().with_columns(pl.col("len") - 1).iter_rows()
-    )
+    facts["tune_restarts"] = restarts_per_trial(results, experiment)
     facts["groups_removed_by_numsweep"] = run["logs"].count("numsweep: removed placement group")
     return facts
 

@@ -38,12 +38,7 @@ from orchestrator.search_space import (
 )
 from orchestrator.sweep_file import SweepConfig
 from orchestrator.tracking import tracking_callbacks, trial_name, unused_clients_kept_out
-from orchestrator.train_bounds import (
-    failure_config,
-    placement_timeout,
-    set_train_env,
-    worker_resources,
-)
+from orchestrator.train_bounds import failure_config, placement_timeout, set_train_env
 from orchestrator.trial_placement import trial_resources
 from orchestrator.trial_trainer import TrialTrainer
 from orchestrator.tune_handover import wait_for_tune
@@ -72,7 +67,7 @@ def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) 
         scaling_config=ray.train.ScalingConfig(
             num_workers=resources.workers_per_trial,
             use_gpu=resources.gpus_per_worker > 0,
-            resources_per_worker=worker_resources(resources),
+            resources_per_worker=resources.worker_resources,
         ),
         run_config=ray.train.RunConfig(
             name=trial_id,

@@ -75,7 +75,6 @@ class PlacementGroupReaper(tune.Callback):
     def __init__(self, every_s: float = 15.0, grace_s: float = 30.0) -> None:
         self.every_s = every_s
         self.grace_s = grace_s
-        self.removed: list[str] = []
         self._suspects: dict[str, float] = {}  # group id -> when it was first seen unused
         self._next_look = 0.0
         self._failed_looks = 0
@@ -120,5 +119,4 @@ class PlacementGroupReaper(tune.Callback):
                 file=sys.stderr,
                 flush=True,
             )
-        self.removed += removed
         return removed

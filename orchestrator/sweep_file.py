@@ -367,6 +367,14 @@ class ResourcesConfig(_Strict):
     trial_max_failures: int = Field(0, ge=0)
     """Tune restarts of a failed trial (its Train run resumes from its latest checkpoint)."""
 
+    @property
+    def worker_resources(self) -> dict[str, float]:
+        """What each of a trial's Ray Train workers holds."""
+        per_worker = {"CPU": self.cpus_per_worker}
+        if self.gpus_per_worker:
+            per_worker["GPU"] = self.gpus_per_worker
+        return per_worker
+
 
 class MlflowTracking(_Strict):
     """An MLflow run per trial (Ray Tune's `MLflowLoggerCallback`)."""

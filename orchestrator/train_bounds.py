@@ -57,14 +57,6 @@ def set_train_env(resources: ResourcesConfig) -> None:
     os.environ[START_TIMEOUT_ENV] = f"{resources.placement_timeout_s:g}"
 
 
-def worker_resources(resources: ResourcesConfig) -> dict[str, float]:
-    """What each of a trial's Ray Train workers holds."""
-    per_worker = {"CPU": resources.cpus_per_worker}
-    if resources.gpus_per_worker:
-        per_worker["GPU"] = resources.gpus_per_worker
-    return per_worker
-
-
 def failure_config(resources: ResourcesConfig) -> ray.train.FailureConfig:
     """Ray Train's restarts of a trial's workers: `max_failures` for each kind of failure."""
     limit = resources.max_failures
@@ -82,7 +74,7 @@ def placement_timeout(
         return None
     free = {k: v for k, v in ray.available_resources().items() if k in ("CPU", "GPU")}
     starts = resources.max_failures + 1
-    workers = f"{resources.workers_per_trial} Ray Train worker(s) of {worker_resources(resources)}"
+    workers = f"{resources.workers_per_trial} Ray Train worker(s) of {resources.worker_resources}"
     return PlacementTimeoutError(
         f"trial {trial_id}: its {workers} "
         f"each could not be placed in {starts} start(s) of {resources.placement_timeout_s:g} s "

@@ -190,9 +190,9 @@ class LocalCluster:
         used = {a.get("placement_group_id") for a in live}
         waiting, orphans = [], []
         for group in self.list_state("placement_groups"):
+            if not holds_workers(group):
+                continue
             held = [b["unit_resources"] for b in group["bundles"]]
-            if not any("CPU" in r or "GPU" in r for r in held):
-                continue  # Tune's own groups (memory only)
             if group["state"] in ("PENDING", "RESCHEDULING"):
                 waiting.append(f"{group['placement_group_id'][:12]} {held}")
             elif group["state"] == "CREATED" and group["placement_group_id"] not in used:
@@ -417,6 +417,20 @@ def assert_resumed(reports: list[tuple[int, bool]], stored_at_failure: int, conf
     assert all(s >= stored_at_failure for s in repeated), (stored_at_failure, reports)
 
 
+def restarts_per_trial(results: Path, experiment: str) -> dict[str, int]:
+    """trial id -> how many times Tune started it again (its RUNNING rows beyond the first)."""
+    starts = trials(results, experiment).filter(pl.col("status") == "RUNNING")
+    return dict(starts.group_by("trial_id").len().with_columns(pl.col("len") - 1).iter_rows())
+
+
+def holds_workers(group: dict) -> bool:
+    """Whether a placement group (a state API row) holds CPUs or GPUs: Ray Train workers' group,
+    not a Tune trial's (memory only)."""
+    return any(
+        "CPU" in b["unit_resources"] or "GPU" in b["unit_resources"] for b in group["bundles"]
+    )
+
+
 def first_new_row(results: Path, experiment: str, trial_id: str, after_step: int) -> float:
     """When the first row of `trial_id` past `after_step` was stored (epoch seconds)."""
     table = metrics(results, experiment)
@@ -519,9 +533,7 @@ def kill_controllers_midway(
     groups = [
         g["placement_group_id"]
         for g in cluster.list_state("placement_groups")
-        if g["state"] == "CREATED"
-        and g["creator_job_id"] == run["job_id"]
-        and any("CPU" in b["unit_resources"] for b in g["bundles"])
+        if g["state"] == "CREATED" and g["creator_job_id"] == run["job_id"] and holds_workers(g)
     ]
     victims = [
         a

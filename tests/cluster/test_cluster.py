@@ -23,7 +23,6 @@ import socket
 import time
 from pathlib import Path
 
-import polars as pl
 import pytest
 
 from tests.cluster.cluster_fixtures import (
@@ -36,12 +35,12 @@ from tests.cluster.cluster_fixtures import (
     latest_trials,
     metrics,
     reported_steps,
+    restarts_per_trial,
     running,
     runtime_env_without_pip,
     stored_steps,
     sweep_command,
     sweep_config,
-    trials,
     wait_for,
     write_sweep,
 )
@@ -454,11 +453,6 @@ def assert_control_on_the_head(placement: dict[str, list[str]]) -> None:
     synchronisation actor) ran on the head (orchestrator.trial_placement)."""
     assert {"ImplicitFunc", "TrainController"} <= set(placement), placement
     assert {node for nodes in placement.values() for node in nodes} == {"head"}, placement
-
-
-def restarts_per_trial(results: Path, experiment: str) -> dict[str, int]:
-    starts = trials(results, experiment).filter(pl.col("status") == "RUNNING")
-    return dict(starts.group_by("trial_id").len().with_columns(pl.col("len") - 1).iter_rows())
 
 
 def test_crashed_worker_node_its_trial_finishes_on_the_other(node_crash_sweep):
