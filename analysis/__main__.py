@@ -1,5 +1,6 @@
-"""Command line: `python -m analysis {ablation,entropy,scaling,search,power,plateau,report} RESULTS
-[options]`.
+"""Command line: `python -m analysis {ablation,entropy,scaling,search,power,plateau,predict,report}
+RESULTS [options]`; `scaling`, `predict` and `report` also read a points table instead
+(`--points FILE`, CSV or Parquet, no RESULTS).
 
 Tables go to stdout: Markdown by default; `--format csv` prints the numbers and sends the header
 and notes to stderr; `--format json` prints everything (header, settings, notes, every table's
@@ -62,12 +63,51 @@ def build_parser() -> argparse.ArgumentParser:
             sub, "plateau", "per arm: is the metric still improving over the last evaluations?"
         )
     )
+    _predict_args(
+        _add_command(
+            sub,
+            "predict",
+            "the value a planned run (N, D) will give, with a prediction interval and the "
+            "held-out check that says whether to trust it",
+        )
+    )
     _report_args(
         _add_command(
             sub, "report", "all of the above as one static HTML page with figures and table files"
         )
     )
     return parser
+
+
+TABLE_COMMANDS = ("scaling", "predict", "report")
+"""Commands that also read a points table (--points FILE) instead of RESULTS."""
+
+
+def _add_points(p: argparse.ArgumentParser, n_option: str, d_option: str) -> None:
+    """--points FILE and the options naming its columns (table_points.TableColumns)."""
+    g = p.add_argument_group("a points table instead of RESULTS")
+    g.add_argument(
+        "--points",
+        metavar="FILE",
+        help="a CSV or Parquet table of (N, D, metric) rows made anywhere (a paper's points, "
+        "runs logged elsewhere) to fit instead of a results store",
+    )
+    g.add_argument(n_option, dest="n_col", default="N", metavar="COL", help="--points: N column")
+    g.add_argument(
+        d_option,
+        dest="d_col",
+        metavar="COL",
+        help="--points: D (tokens) column (default: D where the table has one)",
+    )
+    g.add_argument(
+        "--seed-column",
+        metavar="COL",
+        help="--points: rows equal but for this column are seeds of one configuration",
+    )
+    g.add_argument("--group", metavar="COL", help="--points: a column splitting separate fits")
+    g.add_argument(
+        "--flops", metavar="COL", help="--points: training FLOPs column (default C = 6·N·D)"
+    )
 
 
 def _add_command(
@@ -79,7 +119,9 @@ def _add_command(
     p.add_argument(
         "results",
         metavar="RESULTS",
-        help="the results root of a sweep: a path or a URI (s3://bucket/prefix)",
+        nargs="?" if name in TABLE_COMMANDS else None,
+        help="the results root of a sweep: a path or a URI (s3://bucket/prefix)"
+        + (" (or --points FILE)" if name in TABLE_COMMANDS else ""),
     )
     p.add_argument(
         "--experiment",
@@ -275,8 +317,8 @@ def _scaling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fit-bootstrap",
         type=int,
-        default=100,
-        help="bootstrap resamples of --robust's intervals (each refits every form)",
+        help="bootstrap resamples of --robust's intervals (each refits every form; default: 100 "
+        "for a store, 1000 for --points)",
     )
     p.add_argument(
         "--gate",
@@ -296,6 +338,14 @@ def _scaling_args(p: argparse.ArgumentParser) -> None:
         metavar="PRESET",
         help="only these model presets (repeatable or comma-separated; default: every size)",
     )
+    p.add_argument(
+        "--budgets",
+        action="append",
+        metavar="C,C,...",
+        help="compute budgets (FLOPs) for the joint fit's compute-optimal N*, D* (default: the "
+        "data's largest C, 10× and 100× it)",
+    )
+    _add_points(p, "--n", "--d")
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
@@ -331,6 +381,23 @@ def _plateau_args(p: argparse.ArgumentParser) -> None:
     _add_plateau_window(p, "--last")
 
 
+def _predict_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--n", type=float, required=True, help="planned parameters N")
+    p.add_argument("--d", type=float, help="planned tokens D (when the points vary in D)")
+    p.add_argument(
+        "--metric",
+        metavar="M",
+        help="a table's metric column (default: loss) or a store's metric (default: "
+        "eval/<first split>/ce)",
+    )
+    p.add_argument("--params", choices=("non_embedding", "total"), default="non_embedding")
+    p.add_argument(
+        "--fit-bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    _add_points(p, "--n-col", "--d-col")
+
+
 def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out", required=True, metavar="DIR", help="output directory")
     p.add_argument("--objective", action="append", help="search objective(s), as for search")
@@ -339,6 +406,14 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plateau", action="store_true", help="plateau check in the ablation section (†)"
     )
+    _add_metrics(p, "--points: loss")
+    p.add_argument(
+        "--fit-bootstrap", type=int, help="--points: resamples of the fits' intervals (1000)"
+    )
+    p.add_argument(
+        "--budgets", action="append", metavar="C,C,...", help="--points: compute budgets (FLOPs)"
+    )
+    _add_points(p, "--n", "--d")
 
 
 def _parse_or_exit(parse: Callable[[T], R], text: T) -> R:
@@ -485,9 +560,76 @@ def _run_scaling(
         gate_only=args.gate,
         pool_experiments=args.pool_experiments,
         models=_split_list(args.models) or None,
+        budgets=_budgets(args.budgets),
         **statuses,
     )
+    if store is None:
+        from analysis.scaling.from_table import scaling_points
+
+        store_only = {
+            "--value": args.value != "final",
+            "--lr": args.lr != "best",
+            "--select-by": args.select_by,
+            "--gate": args.gate,
+            "--pool-experiments": args.pool_experiments,
+            "--models": args.models,
+            "--params": args.params != "non_embedding",
+            "--by": args.by,
+        }
+        used = [k for k, v in store_only.items() if v]
+        if used:
+            raise ResultsError(
+                f"{', '.join(used)}: choose(s) trials of a store, not rows of --points "
+                "(--group splits a table)"
+            )
+        return scaling_points(args.points, _columns(args, _split_list(args.metrics)), settings)
     return scaling(store, settings)
+
+
+def _budgets(values: Sequence[str] | None) -> tuple[float, ...] | None:
+    """--budgets as FLOPs (None when not given); a value that is not a number exits 2."""
+    out = []
+    for text in _split_list(values):
+        try:
+            out.append(float(text))
+        except ValueError:
+            raise ResultsError(f"--budgets: {text!r} is not a number of FLOPs") from None
+    return tuple(out) or None
+
+
+def _columns(args: argparse.Namespace, metrics: list[str]) -> Any:
+    """A points table's columns from --n/--n-col, --d/--d-col, --metric, --seed-column, --group
+    and --flops."""
+    from analysis.scaling.table_points import TableColumns
+
+    return TableColumns(
+        n=args.n_col,
+        d=args.d_col,
+        metrics=tuple(metrics) or None,
+        seed=args.seed_column,
+        group=args.group,
+        flops=args.flops,
+    )
+
+
+def _run_predict(args: argparse.Namespace, statuses: dict[str, list[str]], level: float) -> Result:
+    from analysis.scaling.predict import PredictSettings, predict
+
+    source = args.points or args.results
+    table = args.points is not None
+    settings = PredictSettings(
+        n=args.n,
+        d=args.d,
+        columns=_columns(args, [args.metric] if table and args.metric else []),
+        metric=None if table else args.metric,
+        params=args.params,
+        n_boot=args.fit_bootstrap,
+        seed=args.seed,
+        level=level,
+        experiments=tuple(_split_list(args.experiment)) or None,
+        **{k: tuple(v) for k, v in statuses.items()},
+    )
+    return predict(source, settings)
 
 
 def _run_search(args: argparse.Namespace, store: Store, statuses: dict[str, list[str]]) -> Result:
@@ -504,14 +646,26 @@ def _run_search(args: argparse.Namespace, store: Store, statuses: dict[str, list
 
 
 def _run_report(
-    args: argparse.Namespace, store: Store, level: float, statuses: dict[str, list[str]]
+    args: argparse.Namespace, store: Store | None, level: float, statuses: dict[str, list[str]]
 ) -> Path:
     """Write the report; the page's path."""
-    from analysis.report import write_report
+    from analysis.report import write_points_report, write_report
     from analysis.selection import FINAL
 
     if args.bootstrap < 1:
         raise ResultsError(f"--bootstrap must be >= 1, got {args.bootstrap}")
+    if store is None:
+        from analysis.scaling.from_table import scaling_points
+
+        sca = scaling_points(
+            args.points,
+            _columns(args, _split_list(args.metrics)),
+            n_boot=args.bootstrap,
+            level=level,
+            n_boot_fit=args.fit_bootstrap,
+            budgets=_budgets(args.budgets),
+        )
+        return write_points_report(sca, args.points, args.out)
     return write_report(
         store,
         args.out,
@@ -525,6 +679,21 @@ def _run_report(
     )
 
 
+def _open(args: argparse.Namespace) -> Store | None:
+    """The results store, or None for a command given a points table (or predict, which opens
+    its own); exactly one of RESULTS and --points."""
+    points = getattr(args, "points", None)
+    if args.command in TABLE_COMMANDS and (points is None) == (args.results is None):
+        raise ResultsError(f"{args.command}: give RESULTS or --points FILE (exactly one)")
+    if points is not None:
+        if args.experiment or args.status:
+            raise ResultsError("--experiment and --status choose trials of a store, not --points")
+        return None
+    if args.command == "predict":
+        return None
+    return open_store(args.results, _split_list(args.experiment) or None)
+
+
 def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     """Parse `argv` and run the command: (result, rendered text, format). Raises ResultsError."""
     args = build_parser().parse_args(argv)
@@ -532,7 +701,7 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     from analysis.seed_stats import check_level
 
     level = _parse_or_exit(check_level, args.level)
-    store = open_store(args.results, _split_list(args.experiment) or None)
+    store = _open(args)
     statuses = {"statuses": _split_list(args.status)} if args.status else {}
     by = _split_list(getattr(args, "by", None)) or ["loss"]
     pool = _split_list(getattr(args, "pool", None))
@@ -548,6 +717,8 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
         result = _run_entropy(args, store, arms, level, statuses)
     elif args.command == "scaling":
         result = _run_scaling(args, store, by, level, statuses)
+    elif args.command == "predict":
+        result = _run_predict(args, statuses, level)
     elif args.command == "search":
         result = _run_search(args, store, statuses)
     else:

@@ -229,6 +229,39 @@ def _scaling_y_axis(ax: Any) -> bool:
     return flat
 
 
+def plot_frontier(entries: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
+    """The compute-optimal frontier of each joint fit (rows: group and metric): N against C and
+    D against C, the data points coloured by their value (yellow: lower), the optimal N*(C) and
+    D*(C) as a line with its bootstrap band, over the data's compute and a decade beyond.
+
+    `entries`: the scaling result's figure data "frontier" (joint_fits._frontier_series)."""
+    if not entries:
+        raise ValueError("plot_frontier: no entries")
+    fig, axes = plt.subplots(
+        len(entries), 2, figsize=(9.4, 3.8 * len(entries)), squeeze=False, constrained_layout=True
+    )
+    for row, e in zip(axes, entries, strict=True):
+        pts, front = e["points"], e["frontier"]
+        for ax, q, name in ((row[0], "N", "parameters N"), (row[1], "D", "tokens D")):
+            dots = ax.scatter(pts["C"], pts[q], c=pts["value"], cmap="viridis_r", s=12, alpha=0.85)
+            ax.plot(front["C"], front[f"{q}_opt"], color="black", lw=1.4, label=f"optimal {q}*(C)")
+            low, high = front[f"{q}_opt_ci_low"], front[f"{q}_opt_ci_high"]
+            if np.isfinite(low).any():
+                ax.fill_between(front["C"], low, high, color="black", alpha=0.15, lw=0)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("compute C (FLOPs)")
+            ax.set_ylabel(name)
+            ax.set_title(f"{e['group']}, {e['metric']}", fontsize=9)
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=7, loc="upper left")
+        fig.colorbar(dots, ax=row[1], label=e["metric"])
+    fig.suptitle(title, fontsize=10)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
 def plot_share(entries: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
     """EE/CE against size (log x), one line per group and split, CI as error bars.
 

@@ -198,6 +198,11 @@ def _scaling_figures(sca: Result, fig_dir: Path) -> list[tuple[str, str]]:
             mine, names[:6], path, f"log-log scaling against {axis}, split {split}"
         )
         images.append((f"figures/{path.name}", f"scaling against {axis}, split {split}"))
+    frontier = sca.figure_data.get("frontier", [])
+    if frontier:
+        path = fig_dir / "frontier.png"
+        figures.plot_frontier(frontier, path, "compute-optimal frontier of the joint fit L(N, D)")
+        images.append((f"figures/{path.name}", "compute-optimal frontier"))
     shares = sca.figure_data.get("ee_share", [])
     if shares:
         path = fig_dir / "ee_share.png"
@@ -272,20 +277,39 @@ def _search_figures(sea: Result, objectives: Sequence[str], fig_dir: Path) -> li
     return []
 
 
-def _page(store: Store, sections: Sequence[str]) -> str:
-    """The whole HTML page around its sections."""
-    experiments = html.escape(", ".join(store.experiments))
+def _page(store: Store | None, sections: Sequence[str], points: str | None = None) -> str:
+    """The whole HTML page around its sections (of a store, or of a `points` table)."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if store is not None:
+        name = html.escape(", ".join(store.experiments))
+        source = f"results: {html.escape(str(store.root))} · experiments: {name}"
+    else:
+        name = html.escape(Path(str(points)).name)
+        source = f"points: {html.escape(str(points))}"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>numsweep analysis: {html.escape(", ".join(store.experiments))}</title>
+<title>numsweep analysis: {name}</title>
 <style>{_STYLE}</style></head>
 <body>
 <h1>numsweep analysis</h1>
-<p>results: {html.escape(str(store.root))} · experiments: {experiments} · written {stamp}</p>
+<p>{source} · written {stamp}</p>
 {chr(10).join(sections)}
 </body></html>
 """
+
+
+def write_points_report(sca: Result, points: str | Path, out: str | Path) -> Path:
+    """The report of a points table (`analysis report --points FILE`): its scaling section
+    alone, with figures (each axis's fits, the compute-optimal frontier) and table files."""
+    out = Path(out)
+    fig_dir, tables_dir = out / "figures", out / "tables"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    tables_dir.mkdir(parents=True, exist_ok=True)
+    images = _scaling_figures(sca, fig_dir)
+    files = _write_tables(sca, tables_dir)
+    index = out / "index.html"
+    index.write_text(_page(None, [_section(sca, files, images)], str(points)), encoding="utf-8")
+    return index
 
 
 def write_report(

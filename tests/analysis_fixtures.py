@@ -5,6 +5,7 @@ through the sweep's own writer (bench/synthetic_store.py)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 
 from analysis.results import trial_row
@@ -108,16 +109,18 @@ def write_power_law_store(
     root: Path,
     sizes: tuple[float, ...] = (1e6, 1e7, 1e8),
     experiment: str = "scaling",
+    total: Callable[[float], float] = lambda n: n + 5e6,
 ) -> Path:
     """One mle trial per size with exact power laws at the final step (200):
-    ce = 3·N^−0.1, error_entropy = 0.6·ce = 1.8·N^−0.1; step 100 has twice those values."""
+    ce = 3·N^−0.1, error_entropy = 0.6·ce = 1.8·N^−0.1; step 100 has twice those values. N is
+    the non-embedding count; the total count is `total(N)` (5e6 embedding parameters)."""
     rows, trials = [], []
     for k, n in enumerate(sizes):
         trial = f"size{k}"
         ce = 3.0 * n**-0.1
         rows += [
             (trial, 0, 0, "model/params_non_embedding", n, at(k)),
-            (trial, 0, 0, "model/params_total", n + 5e6, at(k)),
+            (trial, 0, 0, "model/params_total", total(n), at(k)),
             (trial, 0, 100, "eval/test/ce", 2 * ce, at(k + 1)),
             (trial, 0, 100, "eval/test/error_entropy", 2 * 0.6 * ce, at(k + 1)),
             (trial, 0, 200, "eval/test/ce", ce, at(k + 2)),

@@ -15,9 +15,13 @@ from analysis.command_settings import started_result
 from analysis.metric_registry import DECOMPOSITION_LEAVES, direction, resolve, splits
 from analysis.scaling import tables
 from analysis.scaling.bootstrap import r2_difference
+from analysis.scaling.cells import Cells
 from analysis.scaling.compare import verdict_record
 from analysis.scaling.fits import Fits, fit_both, plain_record, saturating_record
 from analysis.scaling.gate import gate, gate_lines
+from analysis.scaling.holdout import holdout_cells, holdout_plain
+from analysis.scaling.joint_fits import joint_fits
+from analysis.scaling.param_counts import count_records
 from analysis.scaling.points import (
     PARAM_METRICS,
     SIZE_KEY,
@@ -31,8 +35,8 @@ from analysis.scaling.points import (
     paired,
     trial_values,
 )
-from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, distinct_count
-from analysis.scaling.robust import Units, huber_record, joint_records, prediction_records
+from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, MIN_SIZES, distinct_count
+from analysis.scaling.robust import Units, huber_record, prediction_records
 from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.share import share_figure, share_records, trend_record
 from analysis.seed_stats import t_quantile
@@ -40,6 +44,8 @@ from analysis.store import ResultsError, Store, metric_names, trial_summary
 from analysis.table import Result
 
 CE, EE = "ce", "error_entropy"
+STORE_FIT_BOOTSTRAP = 100
+"""--fit-bootstrap's default for a store: every resample refits every form of every line."""
 CE_METRIC = re.compile(r"^eval/[^/]+/ce$")
 """Held-out CE of a split: what the sanity gate checks."""
 
@@ -49,6 +55,8 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
     learning rates chosen, and the points (numbers only) behind the figures. `fields` override
     fields of `settings` by name (ScalingSettings documents each)."""
     s = replace(settings or ScalingSettings(), **fields)
+    if s.n_boot_fit is None:
+        s = replace(s, n_boot_fit=STORE_FIT_BOOTSTRAP)
     trials, result = started_result(store, s, "scaling", "Scaling")
     if s.models is not None:
         trials = _only_models(trials, s.models, result)
@@ -95,11 +103,37 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
         return result
     axes = list(s.axes or default_axes(data.frame, data.group_columns, has_tokens, result.notes))
     result.settings["axes"] = axes
-    result.header += _method_lines(s, n_metric, axes)
+    per = "per-size means over seeds" if s.aggregate == "size" else "every trial a point"
+    result.header += method_lines(
+        s,
+        axes,
+        f"N = {n_metric}; D = {TOKENS_METRIC} at the value's step; C = 6·N·D; value per trial: "
+        f"{s.value.label}; points: {per}",
+    )
     if data.lr_records is not None:
         result.tables.append(tables.lr_table(data.lr_records, data.group_columns))
-    _fit_all(result, data, chosen, axes, s)
+    fit_all(result, data, chosen, axes, s)
+    if "N" in axes and all(m in available for m in PARAM_METRICS.values()):
+        _add_counts(result, store, data, chosen, s)
     return result
+
+
+def _add_counts(
+    result: Result, store: Store, data: TrialValues, chosen: list[str], s: ScalingSettings
+) -> None:
+    """The exponents under both parameter counts, before the points table, and a header line
+    saying whether any conclusion changes with the count."""
+    records = count_records(store, data, chosen, s)
+    if not records:
+        return
+    pct = f"{s.level * 100:g}%"
+    at = len(result.tables) - 1  # before the points table
+    result.tables.insert(at, tables.counts_table(records, data.group_columns, pct))
+    changed = sum(r["verdict"].startswith("changes") for r in records)
+    result.header.append(
+        f"N counted both ways (table scaling_param_counts): the exponent changes with the count "
+        f"in {changed} of {len(records)} N line(s)"
+    )
 
 
 def _only_models(trials: pl.DataFrame, models: tuple[str, ...], result: Result) -> pl.DataFrame:
@@ -156,12 +190,10 @@ def _chosen_metrics(s: ScalingSettings, available: list[str]) -> list[str]:
     return chosen
 
 
-def _method_lines(s: ScalingSettings, n_metric: str, axes: list[str]) -> list[str]:
-    """The header lines that say how the points and fits were made."""
-    per = "per-size means over seeds" if s.aggregate == "size" else "every trial a point"
+def method_lines(s: ScalingSettings, axes: list[str], points: str) -> list[str]:
+    """The header lines that say how the fits were made, after the line on the `points`."""
     out = [
-        f"N = {n_metric}; D = {TOKENS_METRIC} at the value's step; C = 6·N·D; value per trial: "
-        f"{s.value.label}; points: {per}",
+        points,
         "plain: log M = c + a·log N by least squares (natural logs); saturating: M = E + A·N^a "
         "(a < 0) by nonlinear least squares on log M; both judged on log M",
         f"CIs at {s.level * 100:g}%: plain a by the OLS t-interval below {MIN_BOOTSTRAP_POINTS} "
@@ -191,6 +223,7 @@ class _Collected:
     trend: list[dict[str, Any]] = field(default_factory=list)
     huber: list[dict[str, Any]] = field(default_factory=list)
     prediction: list[dict[str, Any]] = field(default_factory=list)
+    holdout: list[dict[str, Any]] = field(default_factory=list)
     figure: list[dict[str, Any]] = field(default_factory=list)
     share_figure: list[dict[str, Any]] = field(default_factory=list)
 
@@ -216,7 +249,7 @@ def _split_by(df: pl.DataFrame, cols: list[str]) -> dict[tuple, pl.DataFrame]:
     return df.partition_by(cols, as_dict=True, maintain_order=True)
 
 
-def _fit_all(
+def fit_all(
     result: Result, data: TrialValues, chosen: list[str], axes: list[str], s: ScalingSettings
 ) -> None:
     """Every line of every group and axis: fits, then CE against EE per split."""
@@ -227,14 +260,18 @@ def _fit_all(
     trials_of = _split_by(frame, gcols)
     points_of = {axis: _split_by(points_by_axis[axis], gcols) for axis in axes}
     empty = {axis: points_by_axis[axis].clear() for axis in axes}
+    short = 0  # a table's lines with too few sizes (scattered (N, D) points have many)
     for group in groups:
         key = tuple(group[c] for c in gcols)
         label = ", ".join(f"{k}={format_value(v)}" for k, v in group.items() if v is not None)
         record = {c: plain_value(group[c]) for c in gcols}
         for axis in axes:
-            for at, pts in lines(points_of[axis].get(key, empty[axis]), axis):
+            for at, pts in lines(points_of[axis].get(key, empty[axis]), axis, data.d_steps):
+                if data.d_steps and distinct_count(pts["x"].to_numpy()) < MIN_SIZES:
+                    short += 1
+                    continue
                 line = _Line(record, label, at, axis)
-                fitted = _fit_line(out, line, pts, trials_of[key], chosen, s)
+                fitted = _fit_line(out, line, pts, trials_of[key], chosen, s, data.d_steps)
                 for split in dict.fromkeys(
                     m.split("/")[1] for m in fitted if m.startswith("eval/")
                 ):
@@ -242,10 +279,44 @@ def _fit_all(
                     if ce_m in fitted and ee_m in fitted:
                         both = (fitted[ce_m], fitted[ee_m])
                         _add_verdict(out, line, split, trials_of[key], both, axes[0], s)
+    if short:
+        result.notes.append(
+            f"{short} line(s) of the table with fewer than {MIN_SIZES} distinct values on their "
+            "axis left out (points scattered over (N, D) fit as a whole: joint form, C frontier)"
+        )
     _append_tables(result, out, gcols, s.level)
     if s.robust and "D" in axes:
-        found = joint_records(frame, gcols, chosen)
-        result.tables.insert(-1, tables.joint_table(found, gcols))
+        _add_joint(result, data, chosen, s)
+
+
+def _add_joint(result: Result, data: TrialValues, chosen: list[str], s: ScalingSettings) -> None:
+    """The joint L(N, D) tables before the points table: the fit with intervals, its compute-
+    optimal allocation, its held-out check (in the held-out table), its covariance."""
+    k = data.flops_per_param_token
+    found = joint_fits(
+        data.frame,
+        data.group_columns,
+        chosen,
+        n_boot=s.n_boot_fit,
+        level=s.level,
+        seed=s.seed,
+        budgets=s.budgets,
+        k=k,
+    )
+    pct = f"{s.level * 100:g}%"
+    gcols = data.group_columns
+    new = [tables.joint_table(found.joint, gcols, pct)]
+    if found.optimal:
+        new.append(tables.optimal_table(found.optimal, gcols, pct, k))
+    if found.covariance:
+        new.append(tables.covariance_table(found.covariance))
+    at = len(result.tables) - 1  # before the points table
+    holdout = next((t for t in result.tables if t.name == "scaling_holdout"), None)
+    if holdout is not None and found.holdout:
+        records = holdout.data.to_dicts() + found.holdout  # type: ignore[union-attr]
+        result.tables[result.tables.index(holdout)] = tables.holdout_table(records, gcols, pct)
+    result.tables[at:at] = new
+    result.figure_data["frontier"] = found.figure
 
 
 def _fit_line(
@@ -255,8 +326,10 @@ def _fit_line(
     gtrials: pl.DataFrame,
     chosen: list[str],
     s: ScalingSettings,
+    table: bool,
 ) -> dict[str, tuple[Fits, pl.DataFrame]]:
-    """Both forms for each metric of one line; their records and figure series."""
+    """Both forms for each metric of one line; their records and figure series. A table's
+    metrics (`table`) are losses: lower is better on the C frontier."""
     fitted: dict[str, tuple[Fits, pl.DataFrame]] = {}
     by_metric = _split_by(pts, ["metric"])
     for metric in chosen:
@@ -264,19 +337,26 @@ def _fit_line(
         if mpts is None:
             continue
         if line.axis == "C":
-            mpts = compute_frontier(mpts, direction(metric))
+            mpts = compute_frontier(mpts, "min" if table else direction(metric))
         if mpts.height == 0:
             continue
         n, m = mpts["x"].to_numpy(), mpts["y"].to_numpy()
         fits = fit_both(n, m, n_boot=s.n_boot, level=s.level, seed=s.seed)
         fitted[metric] = (fits, mpts)
         key = _add_fit(out, line, metric, mpts, fits, s.level)
+        held = {**line.group, "metric": metric, "axis": line.axis, "at": line.at or None}
+        out.holdout.append({**held, **holdout_plain(n, m, line.axis, s.level)})
         if not s.robust:
             continue
         units = Units.of(line_trials(gtrials, metric, line.axis, mpts), "value")
         robust = huber_record(
             units, means=s.aggregate == "size", n_boot=s.n_boot_fit, level=s.level, seed=s.seed
         )
+        cells = Cells.of(units.x, None, units.value)
+        check = holdout_cells(
+            cells, form="huber", axis=line.axis, n_boot=s.n_boot_fit, level=s.level, seed=s.seed
+        )
+        out.holdout.append({**held, **check})
         plain = {f"plain_{k}": out.plain[-1][k] for k in ("a", "a_ci_low", "a_ci_high")}
         out.huber.append({**key, **robust, **plain})
         if robust["E"] is not None:  # the figure draws the field's fit beside the other two
@@ -410,6 +490,8 @@ def _append_tables(result: Result, out: _Collected, gcols: list[str], level: flo
         result.tables.append(tables.huber_table(out.huber, gcols, pct))
     if out.prediction:
         result.tables.append(tables.prediction_table(out.prediction, gcols, pct))
+    if out.holdout:
+        result.tables.append(tables.holdout_table(out.holdout, gcols, pct))
     result.tables.append(tables.points_table(out.points))
     if out.plain and all(r["a"] is None for r in out.plain):
         result.notes.append("no group has enough sizes for a fit (3 or more distinct sizes needed)")

@@ -41,6 +41,11 @@ class TrialValues:
     notes: list[str] = field(default_factory=list)
     lr_records: list[dict[str, Any]] | None = None
     """The learning rate chosen per size (see lr.py), None when it did not vary."""
+    d_steps: bool = False
+    """True for a points table (table_points.py): a size's `step` holds its D, and an N line
+    is named by that D, not by a training step."""
+    flops_per_param_token: float = 6.0
+    """k in C = k·N·D: 6 for a store; for a table with a FLOP column, the median of C/(N·D)."""
 
 
 def group_columns(
@@ -168,7 +173,8 @@ def axis_values(frame: pl.DataFrame, axis: str) -> pl.Expr:
         return pl.col("N")
     if axis == "D":
         return pl.col("D")
-    return 6.0 * pl.col("N") * pl.col("D")
+    # A table's FLOP column where it has one (table_points.py), else C = 6·N·D.
+    return pl.col("C") if "C" in frame.columns else 6.0 * pl.col("N") * pl.col("D")
 
 
 def aggregate_points(frame: pl.DataFrame, gcols: list[str], axis: str, how: str) -> pl.DataFrame:
@@ -229,12 +235,13 @@ def default_axes(
     return ["N"]
 
 
-def lines(points: pl.DataFrame, axis: str) -> list[tuple[str, pl.DataFrame]]:
+def lines(points: pl.DataFrame, axis: str, d_steps: bool = False) -> list[tuple[str, pl.DataFrame]]:
     """The points of one group split into lines, each holding the other axis fixed: an N line
-    per step budget, a D line per model; C has one line (its frontier is taken per metric)."""
+    per step budget (per D of a table: `d_steps`), a D line per model; C has one line (its
+    frontier is taken per metric)."""
     if axis == "N" and points["step"].n_unique() > 1:
         return [
-            (f"step {s}", points.filter(pl.col("step") == s))
+            (f"D {s:.3g}" if d_steps else f"step {s}", points.filter(pl.col("step") == s))
             for s in points["step"].unique().sort()
         ]
     if axis == "D" and points["N"].n_unique() > 1:

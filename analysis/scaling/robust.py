@@ -19,12 +19,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from analysis.arms import plain_value
 from analysis.scaling.bootstrap import percentile_ci, resampled_points, unit_draws
+from analysis.scaling.cells import Cells
 from analysis.scaling.checks import extrapolation_error, loo_error
-from analysis.scaling.huber import HuberFit, fit_huber, fit_joint
-from analysis.scaling.points import SIZE_KEY
-from analysis.scaling.powerlaw import NotEnoughData, fit_power_law
+from analysis.scaling.huber import HuberFit, fit_huber
+from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, NotEnoughData, fit_power_law
 from analysis.scaling.rules import smaller_error
 
 Refit = Callable[[np.ndarray, np.ndarray], Any]
@@ -106,14 +105,19 @@ def huber_record(units: Units, *, means: bool, n_boot: int, level: float, seed: 
         "remark": fit.remark,
     }
     draws = unit_draws(units.counts, n_boot, seed)
-    if draws is None:
+    if draws is None and len(units.counts) < MIN_BOOTSTRAP_POINTS:
         return {**record, "bootstrap_resamples": 0, "remark": _one_unit(fit.remark)}
-    bx, by = resampled_points(units.x, units.value, units.counts, draws, means)
+    if draws is None:  # one trial per size, but sizes enough to resample them (as bootstrap.py)
+        resamples = [
+            (xb, vb) for xb, _, vb in Cells.of(units.x, None, units.value).resamples(n_boot, seed)
+        ]
+    else:
+        bx, by = resampled_points(units.x, units.value, units.counts, draws, means)
+        resamples = [(bx if means else bx[b], by[b]) for b in range(n_boot)]
     params = []
-    for b in range(n_boot):
-        xb = bx if means else bx[b]
+    for xb, vb in resamples:
         try:
-            f = refit(xb, by[b])
+            f = refit(xb, vb)
         except NotEnoughData:
             continue
         params.append((f.E, f.A, f.alpha))
@@ -214,31 +218,3 @@ def _paired_intervals(
         "bootstrap_resamples": draws.shape[0],
         "remark": None,
     }
-
-
-def joint_records(frame: pl.DataFrame, gcols: list[str], metrics: list[str]) -> list[dict]:
-    """L(N, D) = E + A·N^−α + B·D^−β per fit group and metric (huber.fit_joint), over the
-    per-(size, step) means of N, D and the metric: a data-scaling sweep's every budget a point.
-    No interval: one fit of 18 starts per group and metric."""
-    keys = [*gcols, "metric", *SIZE_KEY]
-    pts = (
-        frame.filter(pl.col("metric").is_in(metrics) & pl.col("D").is_not_null())
-        .group_by(keys)
-        .agg(pl.col("D").mean().alias("D_mean"), pl.col("value").mean())
-        .sort(keys, nulls_last=True)
-    )
-    out = []
-    for values, part in pts.partition_by([*gcols, "metric"], as_dict=True).items():
-        key = {c: plain_value(v) for c, v in zip([*gcols, "metric"], values, strict=True)}
-        rec = {**key, "points": part.height, **dict.fromkeys(JOINT_KEYS)}
-        try:
-            f = fit_joint(part["N"].to_numpy(), part["D_mean"].to_numpy(), part["value"].to_numpy())
-        except NotEnoughData as err:
-            out.append({**rec, "remark": str(err)})
-            continue
-        fields = (f.E, f.A, f.alpha, f.B, f.beta, f.loss, f.starts, f.agree, None)
-        out.append({**rec, **dict(zip(JOINT_KEYS, fields, strict=True))})
-    return sorted(out, key=lambda r: tuple(str(r[c]) for c in [*gcols, "metric"]))
-
-
-JOINT_KEYS = ("E", "A", "alpha", "B", "beta", "huber_loss", "starts", "starts_agreeing", "remark")

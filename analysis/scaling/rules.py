@@ -104,3 +104,26 @@ def smaller_error(low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return "no interval"
     return "EE" if high < 0 else "CE" if low > 0 else "no clear difference"
+
+
+def count_matters(r: dict) -> str:
+    """Whether an N line's exponent depends on how N is counted: "changes with the count" when,
+    for the plain a or the Huber α, the intervals under the non-embedding and the total count
+    are disjoint (both fits are of the same trials, so disjoint intervals are a conservative
+    sign of a difference); "same within intervals" when they overlap for every form fitted."""
+    judged = []
+    for k, name in (("a", "plain a"), ("alpha", "Huber α")):
+        ends = [
+            r.get(f"{k}_{c}_ci_{e}") for c in ("non_embedding", "total") for e in ("low", "high")
+        ]
+        if None in ends:
+            continue
+        lo1, hi1, lo2, hi2 = ends
+        tol = 1e-9 * max(abs(v) for v in ends)  # exact fits' point intervals, rounded apart
+        judged.append((name, hi1 < lo2 - tol or hi2 < lo1 - tol))
+    if not judged:
+        return "no interval"
+    changed = [name for name, apart in judged if apart]
+    if changed:
+        return f"changes with the count ({', '.join(changed)}: intervals apart)"
+    return "same within intervals"

@@ -54,9 +54,14 @@ class ScalingSettings:
     CE against EE by a paired bootstrap of leave-one-size-out and extrapolation errors (table
     scaling_prediction). Off by default: every resample refits every form (TNC, ~15–60 ms a
     refit here), about 1–4 minutes for study 2's 16 metrics at 100 resamples on this machine."""
-    n_boot_fit: int = 100
-    """Bootstrap resamples of the robust fit's intervals and of the paired comparison of
-    prediction errors (--fit-bootstrap)."""
+    n_boot_fit: int | None = None
+    """Bootstrap resamples of the robust fits' intervals (Huber, joint L(N, D) and its
+    compute-optimal allocation), of the paired comparison of prediction errors and of the
+    held-out checks' prediction intervals (--fit-bootstrap); None: 100 for a store, 1,000 for a
+    points table."""
+    budgets: tuple[float, ...] | None = None
+    """Compute budgets C in FLOPs at which the joint fit's compute-optimal N*, D* and tokens per
+    parameter are given (--budgets); None: the data's largest C and 10× and 100× beyond."""
     pool_experiments: bool = False
     """Fit the experiments read as one family (--pool-experiments) instead of one group each:
     a learning-rate grid, its extensions and more seeds at its chosen rates, each its own
@@ -70,7 +75,10 @@ class ScalingSettings:
     size's best learning rate lies inside its grid."""
 
     def __post_init__(self) -> None:
-        freeze_lists(self, ("metrics", "axes", "by", "statuses", "models"))
+        freeze_lists(self, ("metrics", "axes", "by", "statuses", "models", "budgets"))
+        bad_budgets = [b for b in self.budgets or () if not b > 0]
+        if bad_budgets:
+            raise ResultsError(f"--budgets must be positive FLOPs, got {bad_budgets}")
         check_level(self.level)
         if self.params not in PARAM_METRICS:
             raise ResultsError(
@@ -87,7 +95,7 @@ class ScalingSettings:
             raise ResultsError(f"unknown axis {', '.join(bad_axes)}; axes: {', '.join(AXES)}")
         if self.n_boot < 1:
             raise ResultsError(f"--bootstrap must be >= 1, got {self.n_boot}")
-        if self.n_boot_fit < 1:
+        if self.n_boot_fit is not None and self.n_boot_fit < 1:
             raise ResultsError(f"--fit-bootstrap must be >= 1, got {self.n_boot_fit}")
 
     def as_json(self) -> dict[str, Any]:
@@ -105,4 +113,4 @@ class ScalingSettings:
             "gate_only": self.gate_only,
             "pool_experiments": self.pool_experiments,
             "models": list(self.models) if self.models is not None else None,
-        }
+        } | ({"budgets": list(self.budgets)} if self.budgets is not None else {})

@@ -346,26 +346,161 @@ def prediction_table(records: list[Record], gcols: list[str], pct: str) -> Table
     )
 
 
-def joint_table(records: list[Record], gcols: list[str]) -> Table:
-    """The joint form L(N, D) per group and metric."""
+def joint_table(records: list[Record], gcols: list[str], pct: str) -> Table:
+    """The joint form L(N, D) per group and metric, with bootstrap intervals and the exponents of
+    the compute-optimal allocation."""
     columns = [
         *(value(c) for c in gcols),
         value("metric"),
         value("points", str),
-        Column("E", lambda r: fmt(r["E"])),
-        Column("A", lambda r: fmt(r["A"])),
-        Column("α", lambda r: fmt(r["alpha"])),
-        Column("B", lambda r: fmt(r["B"])),
-        Column("β", lambda r: fmt(r["beta"])),
+        Column(f"E ({pct} CI)", _interval("E", "E_ci_low", "E_ci_high")),
+        Column(f"A ({pct} CI)", _interval("A", "A_ci_low", "A_ci_high")),
+        Column(f"α ({pct} CI)", _interval("alpha", "alpha_ci_low", "alpha_ci_high")),
+        Column(f"B ({pct} CI)", _interval("B", "B_ci_low", "B_ci_high")),
+        Column(f"β ({pct} CI)", _interval("beta", "beta_ci_low", "beta_ci_high")),
+        Column(f"N* ∝ C^a ({pct} CI)", _interval("a_opt", "a_opt_ci_low", "a_opt_ci_high", 3)),
+        Column(f"D* ∝ C^b ({pct} CI)", _interval("b_opt", "b_opt_ci_low", "b_opt_ci_high", 3)),
         Column(
             "starts at the optimum",
             lambda r: DASH if r["starts"] is None else f"{r['starts_agreeing']}/{r['starts']}",
+        ),
+        Column(
+            "resamples (failed)",
+            lambda r: (
+                DASH
+                if r["bootstrap_resamples"] is None
+                else f"{r['bootstrap_resamples']} ({r['bootstrap_failed']})"
+            ),
         ),
         Column("remark", lambda r: r["remark"] or ""),
     ]
     return table(
         "scaling_joint",
-        "joint form L(N, D) = E + A·N^−α + B·D^−β by Huber loss on log L (no interval)",
+        "joint form L(N, D) = E + A·N^−α + B·D^−β by Huber loss on log L; intervals: bootstrap "
+        "over cells (N, D), each resample refitted from the fit",
+        columns,
+        records,
+    )
+
+
+def covariance_table(records: list[Record]) -> Table:
+    """The joint fit's parameter covariance over its resamples (numbers only)."""
+    columns = [Column(k, lambda r, k=k: fmt(r[k])) for k in records[0]] if records else []
+    return table(
+        "scaling_joint_covariance",
+        "covariance of (E, A, α, B, β) over the joint fit's bootstrap resamples",
+        columns,
+        records,
+        show=False,
+    )
+
+
+def _sci(x: float | None) -> str:
+    return DASH if x is None else f"{x:.3g}"
+
+
+def _sci_interval(key: str) -> Callable[[Record], str]:
+    def cell(r: Record) -> str:
+        if r[key] is None:
+            return DASH
+        lo, hi = r[f"{key}_ci_low"], r[f"{key}_ci_high"]
+        ci = "" if lo is None else f" [{lo:.3g}, {hi:.3g}]"
+        return f"{r[key]:.3g}{ci}"
+
+    return cell
+
+
+def optimal_table(records: list[Record], gcols: list[str], pct: str, k: float) -> Table:
+    """The compute-optimal N*, D*, tokens per parameter and loss at each budget."""
+    columns = [
+        *(value(c) for c in gcols),
+        value("metric"),
+        Column("C (FLOPs)", lambda r: _sci(r["C"])),
+        Column(f"N* ({pct} CI)", _sci_interval("N_opt")),
+        Column(f"D* ({pct} CI)", _sci_interval("D_opt")),
+        Column(f"tokens per parameter ({pct} CI)", _sci_interval("tokens_per_param")),
+        Column(
+            f"L(N*, D*) ({pct} CI)", _interval("loss_opt", "loss_opt_ci_low", "loss_opt_ci_high")
+        ),
+    ]
+    return table(
+        "scaling_optimal",
+        f"compute-optimal allocation of the joint fit: N*, D* minimising L at C = {k:g}·N·D",
+        columns,
+        records,
+    )
+
+
+def holdout_table(records: list[Record], gcols: list[str], pct: str) -> Table:
+    """Every fit refitted without its largest N, predicting it, against the prediction
+    interval."""
+    columns = [
+        *(value(c) for c in gcols),
+        value("metric"),
+        value("axis"),
+        Column("at", lambda r: r["at"] or ""),
+        value("form"),
+        value("held_out"),
+        Column(
+            "points fitted / held out",
+            lambda r: f"{r['fit_points'] or DASH} / {r['held_out_points'] or DASH}",
+        ),
+        Column(f"predicted ({pct} PI)", _interval("predicted", "pi_low", "pi_high")),
+        Column("observed", lambda r: fmt(r["observed"])),
+        Column(
+            "error",
+            lambda r: (
+                fmt_pct(r["error"], signed=True)
+                if r["error"] is not None
+                else fmt_pct(r["mean_abs_error"])
+                + (" (mean |err|)" if r["mean_abs_error"] is not None else "")
+            ),
+        ),
+        Column(
+            "inside PI",
+            lambda r: DASH if r["inside"] is None else f"{r['inside']}/{r['held_out_points']}",
+        ),
+        Column("remark", lambda r: r["remark"] or ""),
+    ]
+    return table(
+        "scaling_holdout",
+        "held-out check: each fit without its largest size or compute predicting it, with a "
+        "prediction interval (plain: least squares on log M; huber, joint: bootstrap curves × "
+        "a resampled log residual)",
+        columns,
+        records,
+    )
+
+
+def counts_table(records: list[Record], gcols: list[str], pct: str) -> Table:
+    """The N lines' exponents with N counted without and with embeddings, and the verdict."""
+    columns = [
+        *(value(c) for c in gcols),
+        value("metric"),
+        Column("at", lambda r: r["at"] or ""),
+        Column(
+            f"plain a, non-emb. ({pct} CI)",
+            _interval("a_non_embedding", "a_non_embedding_ci_low", "a_non_embedding_ci_high"),
+        ),
+        Column(
+            f"plain a, total ({pct} CI)", _interval("a_total", "a_total_ci_low", "a_total_ci_high")
+        ),
+        Column(
+            f"Huber α, non-emb. ({pct} CI)",
+            _interval(
+                "alpha_non_embedding", "alpha_non_embedding_ci_low", "alpha_non_embedding_ci_high"
+            ),
+        ),
+        Column(
+            f"Huber α, total ({pct} CI)",
+            _interval("alpha_total", "alpha_total_ci_low", "alpha_total_ci_high"),
+        ),
+        Column("embeddings in the smallest", lambda r: fmt_pct(r["embedding_share_smallest"])),
+        Column("verdict", lambda r: r["verdict"]),
+    ]
+    return table(
+        "scaling_param_counts",
+        "exponents against N with N counted without embeddings (non-emb.) and with them (total)",
         columns,
         records,
     )

@@ -1,0 +1,164 @@
+"""Points from a table made outside numsweep — a paper's figure digitised, a lab's runs logged
+elsewhere, a ladder of public checkpoints — as the frame the scaling fits read from a store
+(points.TrialValues): one row per (row of the table, metric column), N and D from their columns,
+a seed and a group where the table has them.
+
+Every row must have a positive, finite N, D (when given), FLOPs (when given) and metric value:
+a bad table is an error naming the column and the rows (1-based, as a spreadsheet numbers the
+data rows), before anything is fitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from analysis.scaling.points import TrialValues
+from analysis.scaling.powerlaw import MIN_SIZES, distinct_count
+from analysis.store import ResultsError
+
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+JOINT_MIN_D = 3
+"""Distinct D a joint fit needs (huber.fit_joint)."""
+
+
+@dataclass(frozen=True)
+class TableColumns:
+    """Which column of a points table holds what (`analysis scaling --points FILE`)."""
+
+    n: str = "N"
+    """Parameters (--n)."""
+    d: str | None = None
+    """Tokens trained (--d); None: the column `D` where the table has one, else no D axis."""
+    metrics: tuple[str, ...] | None = None
+    """Metric columns to fit (--metric); None: `loss`."""
+    seed: str | None = None
+    """Seed column (--seed-column): rows equal but for it are one configuration's seeds."""
+    group: str | None = None
+    """Column splitting the table into separate fits (--group), e.g. the paper or the loss."""
+    flops: str | None = None
+    """Training compute per row (--flops); None: C = 6·N·D."""
+
+
+def read_table(path: str | Path) -> pl.DataFrame:
+    """The table at `path` (CSV or Parquet by its suffix)."""
+    p = Path(path)
+    if p.suffix.lower() not in TABLE_SUFFIXES:
+        raise ResultsError(f"--points {p}: a .csv or .parquet file is needed")
+    if not p.is_file():
+        raise ResultsError(f"--points {p}: no such file")
+    try:
+        if p.suffix.lower() == ".csv":
+            return pl.read_csv(p, infer_schema_length=None)
+        return pl.read_parquet(p)
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise ResultsError(f"--points {p}: cannot be read ({err})") from err
+
+
+def _rows(mask: pl.Series) -> str:
+    """'rows 3, 17 (2 of 240)': the 1-based rows where `mask` holds, the first five named."""
+    idx = [i + 1 for i, bad in enumerate(mask.to_list()) if bad]
+    shown = ", ".join(map(str, idx[:5])) + (", …" if len(idx) > 5 else "")
+    return f"row{'s' if len(idx) > 1 else ''} {shown} ({len(idx)} of {mask.len()})"
+
+
+def _positive(table: pl.DataFrame, column: str, option: str, where: str) -> pl.Series:
+    """The column as floats, every value positive and finite, else an error naming the rows."""
+    if column not in table.columns:
+        raise ResultsError(
+            f"{option} {column}: no such column in {where} (its columns: "
+            f"{', '.join(table.columns)})"
+        )
+    try:
+        values = table[column].cast(pl.Float64, strict=True)
+    except pl.exceptions.PolarsError as err:
+        raise ResultsError(f"{option} {column} in {where}: not numbers ({err})") from err
+    bad = values.is_null() | ~values.is_finite().fill_null(False) | (values <= 0).fill_null(True)
+    if bad.any():
+        raise ResultsError(f"{option} {column} in {where}: {_rows(bad)} not a positive number")
+    return values
+
+
+def _metric_columns(table: pl.DataFrame, cols: TableColumns, where: str) -> list[str]:
+    if cols.metrics:
+        return list(cols.metrics)
+    if "loss" not in table.columns:
+        raise ResultsError(
+            f"--metric: {where} has no column `loss`; name the metric column(s) (its columns: "
+            f"{', '.join(table.columns)})"
+        )
+    return ["loss"]
+
+
+def _d_column(table: pl.DataFrame, cols: TableColumns) -> str | None:
+    return cols.d if cols.d is not None else ("D" if "D" in table.columns else None)
+
+
+def table_values(path: str | Path, cols: TableColumns) -> TrialValues:
+    """The table's points as trial values (see the module docstring)."""
+    table = read_table(path)
+    where = Path(path).name
+    if table.height == 0:
+        raise ResultsError(f"--points {where}: the table has no rows")
+    n = _positive(table, cols.n, "--n", where)
+    if distinct_count(n.to_numpy()) < MIN_SIZES:
+        raise ResultsError(
+            f"--n {cols.n} in {where}: {distinct_count(n.to_numpy())} distinct value(s); "
+            f"a fit needs {MIN_SIZES} or more"
+        )
+    d_col = _d_column(table, cols)
+    d = _positive(table, d_col, "--d", where) if d_col else None
+    if d is not None and distinct_count(d.to_numpy()) < JOINT_MIN_D:
+        raise ResultsError(
+            f"--d {d_col} in {where}: {distinct_count(d.to_numpy())} distinct value(s); a fit "
+            f"against D (and the joint L(N, D)) needs {JOINT_MIN_D} or more (leave --d out to "
+            "fit against N alone)"
+        )
+    base = pl.DataFrame(
+        {
+            "experiment": where,
+            "trial_id": [str(i + 1) for i in range(table.height)],
+            "N": n,
+            "D": d if d is not None else pl.Series([None] * table.height, dtype=pl.Float64),
+        }
+    )
+    if cols.flops:
+        if d is None:
+            raise ResultsError(f"--flops {cols.flops}: compute needs a D column too (--d)")
+        base = base.with_columns(_positive(table, cols.flops, "--flops", where).alias("C"))
+    gcols = []
+    for option, column, name in (
+        ("--seed-column", cols.seed, "seed"),
+        ("--group", cols.group, "group"),
+    ):
+        if column is None:
+            continue
+        if column not in table.columns:
+            raise ResultsError(f"{option} {column}: no such column in {where}")
+        base = base.with_columns(table[column].cast(pl.String).alias(name))
+        if name == "group":
+            gcols.append("group")
+    base = base.with_columns(
+        pl.col("N").map_elements(lambda v: f"N={v:.4g}", return_dtype=pl.String).alias("model"),
+        # A size is (N, D): the step of a store's size key holds D here (lines name it so).
+        pl.col("D").fill_null(0.0).round(0).cast(pl.Int64).alias("step"),
+    )
+    parts = []
+    for metric in _metric_columns(table, cols, where):
+        values = _positive(table, metric, "--metric", where)
+        parts.append(base.with_columns(pl.lit(metric).alias("metric"), values.alias("value")))
+    frame = pl.concat(parts).sort([*gcols, "metric", "N", "step", "trial_id"])
+    notes = [f"points: {table.height} rows of {where}"]
+    k = 6.0
+    if cols.flops:
+        ratio = base["C"] / (base["N"] * base["D"])
+        k = float(ratio.median())
+        spread = float((ratio.max() - ratio.min()) / k)
+        if spread > 0.1:
+            notes.append(
+                f"--flops {cols.flops} / (N·D) ranges over {spread:.0%} of its median {k:.3g}: "
+                "the compute-optimal allocation assumes one k in C = k·N·D"
+            )
+    return TrialValues(frame, gcols, notes, None, d_steps=True, flops_per_param_token=k)
