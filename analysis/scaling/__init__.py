@@ -14,6 +14,12 @@ vary):
   seeds, and the prediction errors side by side;
 - EE's share of CE per size, and its trend (slope per decade of N with a t-interval).
 
+- every fit's held-out check (without its largest size, predicting it with a prediction
+  interval), and the N lines' exponents with N counted without and with embeddings;
+- with --robust and a D axis, or for a points table (`scaling_points`: any CSV or Parquet of
+  (N, D, metric) rows), the joint L(N, D) with bootstrap intervals and the compute-optimal
+  allocation N*(C), D*(C); `predict` gives a planned run's value from the same fits.
+
 Points are per-size means over seeds by default (`aggregate="trial"`: every trial a point), and
 the best learning rate per size is picked when the learning rate varies (lr.py).
 
@@ -22,10 +28,22 @@ trial and size, the lines and frontiers), lr (the learning rate per size), power
 saturating (the two forms), checks (AICc, F-test, leave-one-size-out and extrapolation errors),
 fits (both forms with their checks, as records), bootstrap (the R² difference's interval),
 compare (CE against EE), share (EE's share of CE), rules (every decision rule), tables (every
-table from its records), command (the whole run).
+table from its records), command (the whole run); then table_points and from_table (a table's
+rows and the command on them), cells, joint, optimal, holdout and joint_fits (the joint form,
+its allocation and the held-out checks), param_counts (N both ways), predict (`predict`).
 """
 
 from analysis.scaling.command import scaling
+from analysis.scaling.from_table import scaling_points
+from analysis.scaling.predict import PredictSettings, predict
 from analysis.scaling.settings import ScalingSettings
+from analysis.scaling.table_points import TableColumns
 
-__all__ = ["ScalingSettings", "scaling"]
+__all__ = [
+    "PredictSettings",
+    "ScalingSettings",
+    "TableColumns",
+    "predict",
+    "scaling",
+    "scaling_points",
+]

@@ -187,7 +187,9 @@ def _predicted(cells: Cells, joint: bool, s: PredictSettings) -> dict:
         }
     d = np.array([s.d if joint else 1.0])
     point, lo, hi = prediction(boot, np.array([s.n]), d, s.level, s.seed)
-    beyond = s.n / float(cells.n.max())
+    beyond = f"{s.n / float(cells.n.max()):.3g}× N"
+    if joint:
+        beyond += f", {s.n * float(d[0]) / float(np.max(cells.n * cells.d)):.3g}× N·D"
     return {
         "points": cells.size,
         "predicted": float(point[0]),
@@ -210,9 +212,7 @@ def _prediction_table(records: list[dict], gcols: list[str], pct: str) -> Table:
                 else f"{fmt(r['predicted'])} [{fmt(r['pi_low'])}, {fmt(r['pi_high'])}]"
             ),
         ),
-        Column(
-            "N / largest N fitted", lambda r: "—" if r["beyond"] is None else f"{r['beyond']:.3g}×"
-        ),
+        Column("against the largest fitted", lambda r: r["beyond"] or "—"),
         Column("remark", lambda r: r["remark"] or ""),
     ]
     return records_table(
