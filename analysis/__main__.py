@@ -108,6 +108,14 @@ def _add_points(p: argparse.ArgumentParser, n_option: str, d_option: str) -> Non
     g.add_argument(
         "--flops", metavar="COL", help="--points: training FLOPs column (default C = 6·N·D)"
     )
+    if n_option == "--n":  # scaling and report: the joint fit's allocation
+        p.add_argument(
+            "--budgets",
+            action="append",
+            metavar="C,C,...",
+            help="compute budgets (FLOPs) for the joint fit's compute-optimal N*, D* (default: "
+            "the data's largest C, 10× and 100× it)",
+        )
 
 
 def _add_command(
@@ -338,13 +346,6 @@ def _scaling_args(p: argparse.ArgumentParser) -> None:
         metavar="PRESET",
         help="only these model presets (repeatable or comma-separated; default: every size)",
     )
-    p.add_argument(
-        "--budgets",
-        action="append",
-        metavar="C,C,...",
-        help="compute budgets (FLOPs) for the joint fit's compute-optimal N*, D* (default: the "
-        "data's largest C, 10× and 100× it)",
-    )
     _add_points(p, "--n", "--d")
 
 
@@ -409,9 +410,6 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     _add_metrics(p, "--points: loss")
     p.add_argument(
         "--fit-bootstrap", type=int, help="--points: resamples of the fits' intervals (1000)"
-    )
-    p.add_argument(
-        "--budgets", action="append", metavar="C,C,...", help="--points: compute budgets (FLOPs)"
     )
     _add_points(p, "--n", "--d")
 

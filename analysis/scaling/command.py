@@ -101,21 +101,34 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
     result.header.append(trial_summary(trials))
     if _add_gate(result, data, chosen, s.gate_only):
         return result
+    _fit_store(result, store, data, chosen, s, has_tokens)
+    return result
+
+
+def _fit_store(
+    result: Result,
+    store: Store,
+    data: TrialValues,
+    chosen: list[str],
+    s: ScalingSettings,
+    has_tokens: bool,
+) -> None:
+    """A store's fits on its axes, with the method lines, the learning rates chosen and, where
+    the store knows both parameter counts, the exponents under each."""
     axes = list(s.axes or default_axes(data.frame, data.group_columns, has_tokens, result.notes))
     result.settings["axes"] = axes
     per = "per-size means over seeds" if s.aggregate == "size" else "every trial a point"
     result.header += method_lines(
         s,
         axes,
-        f"N = {n_metric}; D = {TOKENS_METRIC} at the value's step; C = 6·N·D; value per trial: "
-        f"{s.value.label}; points: {per}",
+        f"N = {PARAM_METRICS[s.params]}; D = {TOKENS_METRIC} at the value's step; C = 6·N·D; "
+        f"value per trial: {s.value.label}; points: {per}",
     )
     if data.lr_records is not None:
         result.tables.append(tables.lr_table(data.lr_records, data.group_columns))
     fit_all(result, data, chosen, axes, s)
-    if "N" in axes and all(m in available for m in PARAM_METRICS.values()):
+    if "N" in axes and all(m in metric_names(store) for m in PARAM_METRICS.values()):
         _add_counts(result, store, data, chosen, s)
-    return result
 
 
 def _add_counts(

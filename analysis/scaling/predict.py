@@ -25,7 +25,7 @@ from analysis.scaling.table_points import TABLE_SUFFIXES, TableColumns, table_va
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL
 from analysis.store import DEFAULT_STATUSES, ResultsError, current_trials, metric_names, open_store
-from analysis.table import Column, Result, Table, fmt, records_table
+from analysis.table import Result
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def predict(source: str | Path, settings: PredictSettings) -> Result:
         )
         checks.append({**key, "axis": "N, D" if joint else "N", "at": None, **held})
     pct = f"{s.level * 100:g}%"
-    result.tables.append(_prediction_table(rows, data.group_columns, pct))
+    result.tables.append(tables.planned_table(rows, data.group_columns, pct))
     result.tables.append(tables.holdout_table(checks, data.group_columns, pct))
     return result
 
@@ -198,26 +198,3 @@ def _predicted(cells: Cells, joint: bool, s: PredictSettings) -> dict:
         "beyond": beyond,
         "remark": None if lo is not None else "no resample could be refitted: no interval",
     }
-
-
-def _prediction_table(records: list[dict], gcols: list[str], pct: str) -> Table:
-    columns = [
-        *(Column(c, lambda r, c=c: str(r[c])) for c in [*gcols, "metric"]),
-        Column("points", lambda r: str(r["points"])),
-        Column(
-            f"predicted ({pct} PI)",
-            lambda r: (
-                "—"
-                if r["predicted"] is None
-                else f"{fmt(r['predicted'])} [{fmt(r['pi_low'])}, {fmt(r['pi_high'])}]"
-            ),
-        ),
-        Column("against the largest fitted", lambda r: r["beyond"] or "—"),
-        Column("remark", lambda r: r["remark"] or ""),
-    ]
-    return records_table(
-        "prediction",
-        "predicted value at the planned run, with its prediction interval",
-        columns,
-        records,
-    )

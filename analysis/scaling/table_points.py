@@ -151,14 +151,18 @@ def table_values(path: str | Path, cols: TableColumns) -> TrialValues:
         parts.append(base.with_columns(pl.lit(metric).alias("metric"), values.alias("value")))
     frame = pl.concat(parts).sort([*gcols, "metric", "N", "step", "trial_id"])
     notes = [f"points: {table.height} rows of {where}"]
-    k = 6.0
-    if cols.flops:
-        ratio = base["C"] / (base["N"] * base["D"])
-        k = float(ratio.median())
-        spread = float((ratio.max() - ratio.min()) / k)
-        if spread > 0.1:
-            notes.append(
-                f"--flops {cols.flops} / (N·D) ranges over {spread:.0%} of its median {k:.3g}: "
-                "the compute-optimal allocation assumes one k in C = k·N·D"
-            )
+    k = _flops_per_param_token(base, cols.flops, notes) if cols.flops else 6.0
     return TrialValues(frame, gcols, notes, None, d_steps=True, flops_per_param_token=k)
+
+
+def _flops_per_param_token(base: pl.DataFrame, column: str, notes: list[str]) -> float:
+    """k in C = k·N·D from a FLOP column: the median of C/(N·D), noted when it varies."""
+    ratio = base["C"] / (base["N"] * base["D"])
+    k = float(ratio.median())
+    spread = float((ratio.max() - ratio.min()) / k)
+    if spread > 0.1:
+        notes.append(
+            f"--flops {column} / (N·D) ranges over {spread:.0%} of its median {k:.3g}: "
+            "the compute-optimal allocation assumes one k in C = k·N·D"
+        )
+    return k

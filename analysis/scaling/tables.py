@@ -504,3 +504,21 @@ def counts_table(records: list[Record], gcols: list[str], pct: str) -> Table:
         columns,
         records,
     )
+
+
+def planned_table(records: list[Record], gcols: list[str], pct: str) -> Table:
+    """`predict`: the value at the planned run per group, with its prediction interval."""
+    columns = [
+        *(value(c) for c in gcols),
+        value("metric"),
+        value("points", str),
+        Column(f"predicted ({pct} PI)", _interval("predicted", "pi_low", "pi_high")),
+        Column("against the largest fitted", lambda r: r["beyond"] or DASH),
+        Column("remark", lambda r: r["remark"] or ""),
+    ]
+    return table(
+        "prediction",
+        "predicted value at the planned run, with its prediction interval",
+        columns,
+        records,
+    )
