@@ -221,3 +221,14 @@ def test_joint_table_of_a_data_scaling_sweep(tmp_path) -> None:
     # joint form still describes it within 3%.
     fitted = ref.predict(pts["N"].to_numpy(), pts["x"].to_numpy())
     assert fitted == pytest.approx(pts["mean"].to_numpy(), rel=0.03)
+    # Intervals from 5 resamples of the two seeds per cell; the allocation and the held-out
+    # check (the largest budget: l at step 800, within a factor 2 of the largest C) follow it.
+    assert joint["bootstrap_resamples"] + joint["bootstrap_failed"] == 5
+    assert joint["E_ci_low"] is not None and joint["a_opt"] + joint["b_opt"] == pytest.approx(1)
+    assert tables["scaling_optimal"].height == 3
+    held = (
+        tables["scaling_holdout"]
+        .filter(tables["scaling_holdout"]["form"] == "joint")
+        .row(0, named=True)
+    )
+    assert held["held_out_points"] == 1 and held["fit_points"] == 11
