@@ -86,6 +86,20 @@ def skip_one_rank_all_reduce(engine: Any, worker_clip: float | None) -> bool:
     return True
 
 
+def describe_engine(engine: Any, device: torch.device, world_size: int) -> str:
+    """One line of what the trial trains with: the process group's backend (gloo, or NCCL on
+    GPUs), the ranks and device, the optimizer DeepSpeed built (torch's AdamW says whether it
+    is fused) and the ZeRO stage; the GPU check's report quotes it (bench/gpu_check.sh)."""
+    optimizer = engine.basic_optimizer
+    name = type(optimizer).__name__
+    if isinstance(optimizer, torch.optim.Optimizer) and "fused" in optimizer.defaults:
+        name += " (fused)" if optimizer.defaults["fused"] else " (not fused)"
+    return (
+        f"numsweep: torch.distributed backend {dist.get_backend()}, {world_size} rank(s) on "
+        f"{device.type}, optimizer {name}, ZeRO stage {engine.zero_optimization_stage()}"
+    )
+
+
 def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
     """Build this worker's trial, marking the timeline's model, data and deepspeed phases."""
     context = ray.train.get_context()
@@ -150,6 +164,8 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
         dist_init_required=False,  # Ray Train already set up the process group
     )
     skip_one_rank_all_reduce(engine, worker_clip)
+    if rank == 0:
+        print(describe_engine(engine, device, world_size), flush=True)
     compiled = compile_wanted(cfg, cuda=cuda)
     loss_step = compile_engine(engine, loss_fn, cfg.cache_dir) if compiled else loss_fn
     timeline.mark("deepspeed")

@@ -1,6 +1,7 @@
 """`train.optimizer`: DeepSpeed's FusedAdam (the default) or torch's AdamW, with the same
 hyper-parameters; torch's fused kernel requested on CUDA devices only; an op build announced
-only for the optimizer that needs one; and real ZeRO-2 engines built each way."""
+only for the optimizer that needs one; and real ZeRO-2 engines built each way, with the line a
+trial prints about its engine (`trainables.trial_setup.describe_engine`)."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ import torch
 from trainables.config import TrainConfig
 from trainables.deepspeed_config import deepspeed_config, worker_clipping
 from trainables.models.presets import build_model
-from trainables.trial_setup import deepspeed
+from trainables.trial_setup import deepspeed, describe_engine
 
 deepspeed.init_distributed(dist_backend="gloo")
 out = {}
@@ -88,6 +89,7 @@ for name in ("fused_adam", "torch_adamw"):
         "lr": basic.param_groups[0]["lr"],
         "betas": list(basic.param_groups[0]["betas"]),
         "moved": moved,
+        "line": describe_engine(engine, torch.device("cpu"), 1),
     }
 print(json.dumps(out))
 """
@@ -113,6 +115,12 @@ def test_zero2_engines_build_each_optimizer_and_step():
     assert out["fused_adam"]["class"] == "deepspeed.ops.adam.fused_adam.FusedAdam"
     assert out["torch_adamw"]["class"] == "torch.optim.adamw.AdamW"
     assert out["torch_adamw"]["fused"] in (None, False)  # torch's default kernel on a CPU
+    # The line a trial prints (the GPU check's report quotes it).
+    assert out["torch_adamw"]["line"] == (
+        "numsweep: torch.distributed backend gloo, 1 rank(s) on cpu, optimizer AdamW (not fused), "
+        "ZeRO stage 2"
+    )
+    assert "optimizer FusedAdam, ZeRO stage 2" in out["fused_adam"]["line"]
     for name, got in out.items():
         assert got["wrapper"] == "DeepSpeedZeroOptimizer", name  # ZeRO-2 took it
         assert got["betas"] == [0.9, 0.95] and got["lr"] == pytest.approx(3e-3), name
