@@ -50,6 +50,17 @@ case $DEVICE in
   cpu) DEADLINE=${GPU_CHECK_DEADLINE:-3600}; SLOW=6 ;;
   *) echo "error: GPU_CHECK_DEVICE=$DEVICE: give cuda or cpu" >&2; exit 2 ;;
 esac
+if ! [[ $DEADLINE =~ ^[0-9]+$ ]]; then
+  echo "error: GPU_CHECK_DEADLINE=$DEADLINE: give whole seconds" >&2
+  exit 2
+fi
+for p in $PARTS; do
+  case $p in
+    unpack | env | sweep-zero2 | sweep-zero3) ;;
+    *) echo "error: GPU_CHECK_PARTS: unknown part $p (parts: unpack env sweep-zero2 sweep-zero3)" >&2
+      exit 2 ;;
+  esac
+done
 [[ $KIT = /* ]] || KIT=$ROOT/$KIT
 if [[ " $PARTS " == *" unpack "* && ! -f $KIT ]]; then
   echo "error: GPU_CHECK_KIT=$KIT: no such file; build it with python bench/gpu_kit.py" >&2

@@ -10,7 +10,8 @@ scipy, …) lacks ray, deepspeed, optuna, polars and pydantic, and has no networ
 
 1. resolves the run-time dependency closure of numsweep (pyproject's `dependencies`, no extras)
    for CPython 3.12 on manylinux x86-64 with pip's own resolver, pinned to the image's known
-   versions, torch stood in by an empty wheel of the image's version;
+   versions, torch stood in by an empty wheel of the image's version; the versions are kept in
+   the committed `bench/gpu/kit-lock-cp312.json` (re-resolved only when those inputs change);
 2. downloads the wheels of the packages the image lacks (less `NOT_NEEDED`), DeepSpeed built from
    its sdist without compiled ops (`DS_BUILD_OPS=0`: the check's trials use torch's fused AdamW,
    `train.optimizer: torch_adamw`, so nothing is compiled there);
@@ -20,7 +21,7 @@ scipy, …) lacks ray, deepspeed, optuna, polars and pydantic, and has no networ
    the working tree plus the kit would not fit one device call (64 MiB).
 
 Everything it downloads or builds stays under the git-ignored `.gpu-kit/`; downloads and the
-DeepSpeed build are kept between runs. `bench/gpu_check.sh` unpacks the kit there.
+DeepSpeed build are kept between runs. `bench/gpu_check.sh` unpacks the kit on the GPU machine.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ MIB = 2**20
 CALL_LIMIT = 64 * MIB
 PYTHON = "3.12"
 KIT_NAME = f"numsweep-kit-cp{PYTHON.replace('.', '')}.tar.xz"
+# The pinned versions: the resolution, committed (bench.gpu_resolve.resolve).
+LOCK = ROOT / "bench" / "gpu" / f"kit-lock-cp{PYTHON.replace('.', '')}.json"
 # Built from their sdist (no wheel on PyPI), with these settings.
 SDIST_BUILDS = {"deepspeed": {"DS_BUILD_OPS": "0"}}
 # In the closure, never loaded by `python -m orchestrator sweep bench/gpu/sweep.yaml` (the CPU
@@ -139,6 +142,8 @@ def install_wheel(wheel: Path, site: Path) -> None:
                 if len(parts) < 3 or parts[1] not in ("purelib", "platlib"):
                     continue
                 parts = parts[2:]
+            if any(part in ("", "..") for part in parts[:-1]) or member.filename.startswith("/"):
+                raise ValueError(f"{wheel.name}: member {member.filename!r} leaves the folder")
             target = site.joinpath(*parts)
             if member.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
@@ -301,7 +306,7 @@ def check(kit: Path, largest: Sequence[tuple[int, str]] = ()) -> int:
     return 0
 
 
-def wanted_packages(work: Path, wheels: Path) -> list[dict[str, str]]:
+def wanted_packages(wheels: Path) -> list[dict[str, str]]:
     """The resolved closure less the image's packages and `NOT_NEEDED`, printed."""
     requirements = runtime_requirements(ROOT / "pyproject.toml")
     build_sdist_wheels(wheels, requirements)
@@ -309,7 +314,7 @@ def wanted_packages(work: Path, wheels: Path) -> list[dict[str, str]]:
     torch_version = image.get("torch")
     if not torch_version:
         raise SystemExit(f"error: {IMAGE_FILE}: give torch==VERSION (the image's torch)")
-    install = resolve(requirements, image, PYTHON, torch_version, work, wheels)
+    install = resolve(requirements, image, PYTHON, torch_version, LOCK, wheels)
     wanted = [p for p in install if p["name"] not in image and p["name"] not in NOT_NEEDED]
     dropped = sorted(p["name"] for p in install if p["name"] in NOT_NEEDED)
     taken = sorted(f"{p['name']} {p['version']}" for p in install if p["name"] in image)
@@ -322,7 +327,7 @@ def build(out: Path) -> Path:
     """Build the kit in `out`; its path."""
     wheels = out / f"wheels-cp{PYTHON.replace('.', '')}"
     wheels.mkdir(parents=True, exist_ok=True)
-    packages = wanted_packages(out, wheels)
+    packages = wanted_packages(wheels)
     paths = download(wheels, packages)
     total = sum(p.stat().st_size for p in paths)
     print(f"\n{len(paths)} wheels, {total / MIB:.1f} MiB:")

@@ -81,7 +81,7 @@ def stand_in_wheel(folder: Path, name: str, version: str) -> Path:
 def _dry_run(
     requirements: Sequence[str], pins: dict[str, str], python: str, find_links: Path
 ) -> list[dict[str, str]]:
-    """pip's `install --dry-run --report` for the target: [{name, version, url}]."""
+    """pip's `install --dry-run --report` for the target: [{name, version}]."""
     with tempfile.TemporaryDirectory() as scratch:
         stand_ins = Path(scratch, "stand-ins")
         stand_ins.mkdir()
@@ -104,7 +104,6 @@ def _dry_run(
             {
                 "name": canonicalize_name(item["metadata"]["name"]),
                 "version": item["metadata"]["version"],
-                "url": item["download_info"]["url"],
             }
             for item in json.loads(report.read_text())["install"]
         ]
@@ -115,23 +114,29 @@ def resolve(
     image: dict[str, str | None],
     python: str,
     torch_version: str,
-    work: Path,
+    lock: Path,
     find_links: Path,
 ) -> list[dict[str, str]]:
-    """pip's resolution of `requirements` for the target: [{name, version, url}], the image's
-    versions pinned and torch stood in. Cached in `work` by its inputs."""
+    """pip's resolution of `requirements` for the target: [{name, version}], the image's
+    versions pinned and torch stood in. Kept in `lock` with a key of its inputs: the same
+    requirements, image and Python read the same versions from it (the lock is committed, so
+    a kit built later or elsewhere has them too); changed inputs resolve anew and rewrite it."""
     pins = {name: version for name, version in image.items() if version}
     pins["torch"] = torch_version
     key = hashlib.sha256(
         json.dumps([list(requirements), sorted(pins.items()), python]).encode()
     ).hexdigest()[:16]
-    cache = work / f"resolution-cp{python.replace('.', '')}.json"
-    if cache.is_file():
-        cached = json.loads(cache.read_text())
-        if cached["key"] == key:
-            return cached["install"]
-    install = _dry_run(requirements, pins, python, find_links)
-    cache.write_text(json.dumps({"key": key, "install": install}, indent=1) + "\n")
+    if lock.is_file():
+        locked = json.loads(lock.read_text())
+        if locked["key"] == key:
+            print(f"resolution: {lock.name} (its inputs unchanged)")
+            return locked["install"]
+    install = [
+        {"name": p["name"], "version": p["version"]}
+        for p in _dry_run(requirements, pins, python, find_links)
+    ]
+    lock.write_text(json.dumps({"key": key, "install": install}, indent=1) + "\n")
+    print(f"resolution: resolved anew, written to {lock} (commit it)")
     return install
 
 

@@ -135,6 +135,24 @@ def test_the_kit_takes_the_run_time_requirements_from_pyproject():
     assert not any(r.startswith(("pytest", "ruff", "gguf")) for r in requirements)
 
 
+def test_the_committed_lock_pins_what_pyproject_pins():
+    """bench/gpu/kit-lock-cp312.json is the kit's resolution (`resolve` rewrites it when its
+    inputs change): one exact version per package, pyproject's `==` pins among them."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    locked = json.loads(gpu_kit.LOCK.read_text())["install"]
+    versions = {p["name"]: p["version"] for p in locked}
+    assert len(versions) == len(locked)  # no package twice
+    assert all(set(p) == {"name", "version"} for p in locked)  # no download addresses
+    for raw in gpu_kit.runtime_requirements(ROOT / "pyproject.toml"):
+        req = Requirement(raw)
+        pins = [s.version for s in req.specifier if s.operator == "=="]
+        if pins:
+            assert versions[canonicalize_name(req.name)] == pins[0], raw
+    assert {"ray", "deepspeed", "polars", "pydantic", "optuna"} <= set(versions)
+
+
 def test_stand_in_wheel_is_taken_by_pip_for_the_pinned_version(tmp_path):
     gpu_resolve.stand_in_wheel(tmp_path, "torch", "2.11.0")
     report = tmp_path / "report.json"
@@ -247,3 +265,12 @@ def test_gpu_check_script_parses_and_refuses_a_missing_kit(tmp_path):
         text=True,
     )
     assert bad.returncode == 2 and "GPU_CHECK_DEVICE=tpu" in bad.stderr
+    for key, value, says in [
+        ("GPU_CHECK_PARTS", "env smollm2", "unknown part smollm2"),
+        ("GPU_CHECK_DEADLINE", "7min", "GPU_CHECK_DEADLINE=7min"),
+    ]:
+        run = subprocess.run(
+            ["bash", str(script)], env={**env, key: value}, capture_output=True, text=True
+        )
+        assert run.returncode == 2 and says in run.stderr, (key, run.stderr)
+    assert not any(tmp_path.iterdir())  # refused before anything started
