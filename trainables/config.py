@@ -119,6 +119,15 @@ class TrainConfig(_Strict):
     0.81x at stage 2, with the same losses and norms (bench/README.md, "Per-step overhead")."""
     offload_optimizer: bool = False
     """ZeRO optimizer-state offload to CPU."""
+    optimizer: Literal["fused_adam", "torch_adamw"] = "fused_adam"
+    """The AdamW implementation, with the same `lr`, betas (0.9, 0.95), eps 1e-8 and
+    `weight_decay` either way. `fused_adam`: DeepSpeed's FusedAdam, a compiled op (prebuilt for
+    CPUs by `make`; on a GPU DeepSpeed compiles it with nvcc on a trial's first use, minutes
+    on a fresh machine). `torch_adamw`: torch's `torch.optim.AdamW` (DeepSpeed's `torch_adam`
+    optimizer param, supported by every ZeRO stage), with torch's fused CUDA kernel on a CUDA
+    device and torch's default implementation on a CPU; nothing compiled, so a trial announces
+    no op build for it. Not with `offload_optimizer` (ZeRO-Offload steps with DeepSpeed's CPU
+    Adam)."""
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     """Weights and activations in bf16 (DeepSpeed's bf16 mode: fp32 optimizer state; the loss
     and the CE decomposition still in fp32) or fp32. `auto`: bf16 on a CUDA device with native
@@ -143,6 +152,15 @@ class TrainConfig(_Strict):
     checkpoint_every: int = Field(0, ge=0)
     """Save a DeepSpeed checkpoint (every rank its shard) through Ray Train every this many
     steps; 0 = only at the last step. A restarted worker group resumes from the latest."""
+
+    @model_validator(mode="after")
+    def _offload_optimizer(self) -> TrainConfig:
+        if self.offload_optimizer and self.optimizer != "fused_adam":
+            raise ValueError(
+                f"train.optimizer: {self.optimizer} with train.offload_optimizer: true: "
+                "ZeRO-Offload steps with DeepSpeed's CPU Adam; use train.optimizer: fused_adam"
+            )
+        return self
 
     @model_validator(mode="after")
     def _compile_stage(self) -> TrainConfig:

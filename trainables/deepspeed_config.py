@@ -22,12 +22,31 @@ _OWNED_KEYS = (
 )
 
 
+def optimizer_params(train: TrainConfig, *, cuda: bool) -> dict[str, Any]:
+    """DeepSpeed's `optimizer.params` for `train.optimizer`. For torch's AdamW (`torch_adam`)
+    `fused` only on a CUDA device: that is the kernel the GPU check measures, and on a CPU the
+    trial keeps torch's default implementation, the one every torch from the floor (2.4) has
+    run the project's CPU tests with."""
+    params: dict[str, Any] = {
+        "lr": train.lr,
+        "betas": [0.9, 0.95],
+        "eps": 1e-8,
+        "weight_decay": train.weight_decay,
+    }
+    if train.optimizer == "torch_adamw":
+        params["torch_adam"] = True
+        if cuda:
+            params["fused"] = True
+    return params
+
+
 def deepspeed_config(
-    train: TrainConfig, world_size: int, *, bf16: bool | None = None
+    train: TrainConfig, world_size: int, *, bf16: bool | None = None, cuda: bool = False
 ) -> dict[str, Any]:
     """The DeepSpeed config for `world_size` data-parallel workers; `bf16` is the resolved
     precision (`trainables.precision.use_bf16`; default: from `train.precision` alone, which for
-    `auto` means bf16 only on a CUDA device with native bf16)."""
+    `auto` means bf16 only on a CUDA device with native bf16); `cuda`: the workers train on CUDA
+    devices (torch's fused AdamW for `train.optimizer: torch_adamw`)."""
     user = dict(train.deepspeed_config or {})
     clash = sorted(k for k in _OWNED_KEYS if k in user)
     if clash:
@@ -48,15 +67,7 @@ def deepspeed_config(
         "train_micro_batch_size_per_gpu": train.micro_batch_size,
         "gradient_accumulation_steps": train.grad_accum,
         "train_batch_size": train.micro_batch_size * train.grad_accum * world_size,
-        "optimizer": {
-            "type": "AdamW",
-            "params": {
-                "lr": train.lr,
-                "betas": [0.9, 0.95],
-                "eps": 1e-8,
-                "weight_decay": train.weight_decay,
-            },
-        },
+        "optimizer": {"type": "AdamW", "params": optimizer_params(train, cuda=cuda)},
         "gradient_clipping": train.grad_clip,
         "zero_optimization": zero,
         "bf16": {"enabled": use_bf16(train.precision) if bf16 is None else bf16},

@@ -54,10 +54,13 @@ def jit_cache_dir() -> Path:
     return Path(os.environ.get("TORCH_EXTENSIONS_DIR", Path(sys.prefix) / "torch_extensions"))
 
 
-def trial_ops(*, cuda: bool, offload_optimizer: bool) -> list[str]:
+def trial_ops(*, cuda: bool, offload_optimizer: bool, optimizer: str = "fused_adam") -> list[str]:
     """The compiled ops a trial's DeepSpeed engine loads: the AdamW step (on the CPU with ZeRO
-    optimizer offload), and on CPU-only hosts the shared-memory collectives."""
-    ops = ["cpu_adam" if offload_optimizer else "fused_adam"]
+    optimizer offload; none for torch's AdamW, `train.optimizer: torch_adamw`), and on CPU-only
+    hosts the shared-memory collectives."""
+    ops = ["fused_adam"] if optimizer == "fused_adam" else []
+    if offload_optimizer:
+        ops = ["cpu_adam"]
     return ops if cuda else [*ops, "deepspeed_shm_comm"]
 
 

@@ -86,6 +86,20 @@ def skip_one_rank_all_reduce(engine: Any, worker_clip: float | None) -> bool:
     return True
 
 
+def describe_engine(engine: Any, device: torch.device, world_size: int) -> str:
+    """One line of what the trial trains with: the process group's backend (gloo, or NCCL on
+    GPUs), the ranks and device, the optimizer DeepSpeed built (torch's AdamW says whether it
+    is fused) and the ZeRO stage; the GPU check's report quotes it (bench/gpu_check.sh)."""
+    optimizer = engine.basic_optimizer
+    name = type(optimizer).__name__
+    if isinstance(optimizer, torch.optim.Optimizer) and "fused" in optimizer.defaults:
+        name += " (fused)" if optimizer.defaults["fused"] else " (not fused)"
+    return (
+        f"numsweep: torch.distributed backend {dist.get_backend()}, {world_size} rank(s) on "
+        f"{device.type}, optimizer {name}, ZeRO stage {engine.zero_optimization_stage()}"
+    )
+
+
 def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
     """Build this worker's trial, marking the timeline's model, data and deepspeed phases."""
     context = ray.train.get_context()
@@ -93,8 +107,9 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
     device = ray.train.torch.get_device()
     torch.manual_seed(cfg.seed_for("init"))
     train = cfg.train
+    cuda = device.type == "cuda"
     announce_jit_builds(
-        trial_ops(cuda=device.type == "cuda", offload_optimizer=train.offload_optimizer)
+        trial_ops(cuda=cuda, offload_optimizer=train.offload_optimizer, optimizer=train.optimizer)
     )
     # Ray Train set up the process group; DeepSpeed must wrap it before it reads any config
     # (else it sizes batches for a world of 1).
@@ -107,8 +122,8 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
         # first. Presets are small and built whole; deepspeed.initialize partitions them.
         from transformers.integrations import HfDeepSpeedConfig
 
-        bf16 = use_bf16(train.precision, cuda=device.type == "cuda")
-        ds_config = deepspeed_config(train, world_size, bf16=bf16)
+        bf16 = use_bf16(train.precision, cuda=cuda)
+        ds_config = deepspeed_config(train, world_size, bf16=bf16, cuda=cuda)
         hf_ds_config = HfDeepSpeedConfig(ds_config)  # must stay alive: kept in the Trial
     model, tokenizer = load_model_and_tokenizer(
         cfg.model,
@@ -122,8 +137,8 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
         # On a CPU, `auto` weighs presets only; a pretrained model stays fp32 unless asked
         # (why: trainables/precision.py).
         n_params = sizes["total"] if cfg.model.preset is not None else None
-        bf16 = use_bf16(train.precision, n_params=n_params, cuda=device.type == "cuda")
-        ds_config = deepspeed_config(train, world_size, bf16=bf16)
+        bf16 = use_bf16(train.precision, n_params=n_params, cuda=cuda)
+        ds_config = deepspeed_config(train, world_size, bf16=bf16, cuda=cuda)
     vocab = check_tokenizer_for_loss(tokenizer, cfg.loss.name)
     # What the loss takes from the model (EMO: a frozen copy of the output embedding), now,
     # before training moves the weights.
@@ -149,7 +164,9 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
         dist_init_required=False,  # Ray Train already set up the process group
     )
     skip_one_rank_all_reduce(engine, worker_clip)
-    compiled = compile_wanted(cfg, cuda=device.type == "cuda")
+    if rank == 0:
+        print(describe_engine(engine, device, world_size), flush=True)
+    compiled = compile_wanted(cfg, cuda=cuda)
     loss_step = compile_engine(engine, loss_fn, cfg.cache_dir) if compiled else loss_fn
     timeline.mark("deepspeed")
     return Trial(

