@@ -564,22 +564,6 @@ def _run_scaling(
     if store is None:
         from analysis.scaling.from_table import scaling_points
 
-        store_only = {
-            "--value": args.value != "final",
-            "--lr": args.lr != "best",
-            "--select-by": args.select_by,
-            "--gate": args.gate,
-            "--pool-experiments": args.pool_experiments,
-            "--models": args.models,
-            "--params": args.params != "non_embedding",
-            "--by": args.by,
-        }
-        used = [k for k, v in store_only.items() if v]
-        if used:
-            raise ResultsError(
-                f"{', '.join(used)}: choose(s) trials of a store, not rows of --points "
-                "(--group splits a table)"
-            )
         return scaling_points(args.points, _columns(args, _split_list(args.metrics)), settings)
     return scaling(store, settings)
 

@@ -21,7 +21,7 @@ from analysis.scaling.fits import Fits, fit_both, plain_record, saturating_recor
 from analysis.scaling.gate import gate, gate_lines
 from analysis.scaling.holdout import holdout_cells, holdout_plain
 from analysis.scaling.joint_fits import joint_fits
-from analysis.scaling.param_counts import count_records
+from analysis.scaling.param_counts import count_records, fitted_exponents
 from analysis.scaling.points import (
     PARAM_METRICS,
     SIZE_KEY,
@@ -41,7 +41,7 @@ from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.share import share_figure, share_records, trend_record
 from analysis.seed_stats import t_quantile
 from analysis.store import ResultsError, Store, metric_names, trial_summary
-from analysis.table import Result
+from analysis.table import Result, Table
 
 CE, EE = "ce", "error_entropy"
 STORE_FIT_BOOTSTRAP = 100
@@ -126,17 +126,23 @@ def _fit_store(
     )
     if data.lr_records is not None:
         result.tables.append(tables.lr_table(data.lr_records, data.group_columns))
-    fit_all(result, data, chosen, axes, s)
+    out = fit_all(result, data, chosen, axes, s)
     if "N" in axes and all(m in metric_names(store) for m in PARAM_METRICS.values()):
-        _add_counts(result, store, data, chosen, s)
+        fitted = fitted_exponents(out.plain, out.huber, data.group_columns)
+        _add_counts(result, store, data, chosen, s, fitted)
 
 
 def _add_counts(
-    result: Result, store: Store, data: TrialValues, chosen: list[str], s: ScalingSettings
+    result: Result,
+    store: Store,
+    data: TrialValues,
+    chosen: list[str],
+    s: ScalingSettings,
+    fitted: dict[tuple, dict[str, Any]],
 ) -> None:
     """The exponents under both parameter counts, before the points table, and a header line
     saying whether any conclusion changes with the count."""
-    records = count_records(store, data, chosen, s)
+    records = count_records(store, data, chosen, s, fitted)
     if not records:
         return
     pct = f"{s.level * 100:g}%"
@@ -237,6 +243,7 @@ class _Collected:
     huber: list[dict[str, Any]] = field(default_factory=list)
     prediction: list[dict[str, Any]] = field(default_factory=list)
     holdout: list[dict[str, Any]] = field(default_factory=list)
+    frontier: list[dict[str, Any]] = field(default_factory=list)
     figure: list[dict[str, Any]] = field(default_factory=list)
     share_figure: list[dict[str, Any]] = field(default_factory=list)
 
@@ -264,8 +271,9 @@ def _split_by(df: pl.DataFrame, cols: list[str]) -> dict[tuple, pl.DataFrame]:
 
 def fit_all(
     result: Result, data: TrialValues, chosen: list[str], axes: list[str], s: ScalingSettings
-) -> None:
-    """Every line of every group and axis: fits, then CE against EE per split."""
+) -> _Collected:
+    """Every line of every group and axis: fits, then CE against EE per split; returns the
+    records collected (the run's own exponents, say, which the counts table reuses)."""
     frame, gcols = data.frame, data.group_columns
     out = _Collected()
     points_by_axis = {axis: aggregate_points(frame, gcols, axis, s.aggregate) for axis in axes}
@@ -297,14 +305,18 @@ def fit_all(
             f"{short} line(s) of the table with fewer than {MIN_SIZES} distinct values on their "
             "axis left out (points scattered over (N, D) fit as a whole: joint form, C frontier)"
         )
+    joint = _joint_tables(out, data, chosen, s) if s.robust and "D" in axes else []
     _append_tables(result, out, gcols, s.level)
-    if s.robust and "D" in axes:
-        _add_joint(result, data, chosen, s)
+    at = len(result.tables) - 1  # before the points table
+    result.tables[at:at] = joint
+    return out
 
 
-def _add_joint(result: Result, data: TrialValues, chosen: list[str], s: ScalingSettings) -> None:
-    """The joint L(N, D) tables before the points table: the fit with intervals, its compute-
-    optimal allocation, its held-out check (in the held-out table), its covariance."""
+def _joint_tables(
+    out: _Collected, data: TrialValues, chosen: list[str], s: ScalingSettings
+) -> list[Table]:
+    """The joint L(N, D) tables: the fit with intervals, its compute-optimal allocation, its
+    covariance; its held-out checks and frontier series go into `out`."""
     k = data.flops_per_param_token
     found = joint_fits(
         data.frame,
@@ -316,6 +328,8 @@ def _add_joint(result: Result, data: TrialValues, chosen: list[str], s: ScalingS
         budgets=s.budgets,
         k=k,
     )
+    out.holdout += found.holdout
+    out.frontier += found.figure
     pct = f"{s.level * 100:g}%"
     gcols = data.group_columns
     new = [tables.joint_table(found.joint, gcols, pct)]
@@ -323,13 +337,7 @@ def _add_joint(result: Result, data: TrialValues, chosen: list[str], s: ScalingS
         new.append(tables.optimal_table(found.optimal, gcols, pct, k))
     if found.covariance:
         new.append(tables.covariance_table(found.covariance))
-    at = len(result.tables) - 1  # before the points table
-    holdout = next((t for t in result.tables if t.name == "scaling_holdout"), None)
-    if holdout is not None and found.holdout:
-        records = holdout.data.to_dicts() + found.holdout  # type: ignore[union-attr]
-        result.tables[result.tables.index(holdout)] = tables.holdout_table(records, gcols, pct)
-    result.tables[at:at] = new
-    result.figure_data["frontier"] = found.figure
+    return new
 
 
 def _fit_line(
@@ -510,3 +518,5 @@ def _append_tables(result: Result, out: _Collected, gcols: list[str], level: flo
         result.notes.append("no group has enough sizes for a fit (3 or more distinct sizes needed)")
     result.figure_data["scaling"] = out.figure
     result.figure_data["ee_share"] = out.share_figure
+    if out.frontier:
+        result.figure_data["frontier"] = out.frontier

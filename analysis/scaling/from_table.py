@@ -19,8 +19,18 @@ from analysis.table import Result
 
 TABLE_FIT_BOOTSTRAP = 1000
 """--fit-bootstrap's default for a table: 1,000 resamples of 240 points take ~15 s here."""
-STORE_ONLY = ("value", "statuses", "lr", "select_by", "pool_experiments", "models", "gate_only")
-"""Settings that choose trials from a store; a table has none to choose."""
+STORE_ONLY = {
+    "value": "--value",
+    "lr": "--lr",
+    "select_by": "--select-by",
+    "gate_only": "--gate",
+    "pool_experiments": "--pool-experiments",
+    "models": "--models",
+    "params": "--params",
+    "by": "--by",
+    "statuses": "--status",
+}
+"""Settings (and their flags) that choose a store's trials; a table has none to choose."""
 
 
 def scaling_points(
@@ -32,6 +42,13 @@ def scaling_points(
     """Every scaling fit of the table at `path` (CSV or Parquet), its columns named by
     `columns`; `fields` override fields of `settings` by name."""
     s = replace(settings or ScalingSettings(), **fields)
+    default = ScalingSettings()
+    used = [flag for name, flag in STORE_ONLY.items() if getattr(s, name) != getattr(default, name)]
+    if used:
+        raise ResultsError(
+            f"{', '.join(used)}: choose(s) trials of a store, not rows of --points "
+            "(--group splits a table)"
+        )
     s = replace(s, robust=True, n_boot_fit=s.n_boot_fit or TABLE_FIT_BOOTSTRAP)
     cols = columns or TableColumns()
     data = table_values(path, cols)

@@ -36,32 +36,21 @@ HOLDOUT_BUDGET = 2.0
 """The joint fit's check holds out the cells with C above the largest C / this."""
 
 
+def fit_n_as_joint(
+    n: np.ndarray, d: np.ndarray, m: np.ndarray, *, starts: list[np.ndarray] | None = None
+) -> JointFit:
+    """M = E + A·N^−α by the Huber loss (huber.fit_huber; `d` unused) as the joint form with
+    B = 0, so one bootstrap and one prediction path serve both forms."""
+    f = fit_huber(n, m, starts=None if starts is None else [s[:3] for s in starts])
+    return JointFit(
+        f.E, f.A, f.alpha, 0.0, 1.0, f.loss, f.n_points, f.starts, f.agree, (*f.theta, 0.0, 1.0)
+    )
+
+
 def bootstrap_n(cells: Cells, *, n_boot: int, seed: int) -> JointBootstrap:
-    """The Huber fit of M = E + A·N^−α (huber.fit_huber) bootstrapped over cells like the joint
-    form, as the joint form with B = 0 (so one prediction path serves both); NotEnoughData
-    when the cells cannot support it."""
-    values = cells.means()
-    full = fit_huber(cells.n, values)
-    start = [np.array(full.theta)]
-    rows, failed = [], 0
-    for n, _, v in cells.resamples(n_boot, seed):
-        try:
-            f = fit_huber(n, v, starts=start)
-        except NotEnoughData:
-            failed += 1
-            continue
-        rows.append((f.E, f.A, f.alpha, 0.0, 1.0))
-    fit = JointFit(
-        full.E, full.A, full.alpha, 0.0, 1.0, full.loss, full.n_points, full.starts, full.agree
-    )
-    return JointBootstrap(
-        fit=fit,
-        draws=np.array(rows, dtype=np.float64).reshape(-1, 5),
-        resamples=n_boot,
-        failed=failed,
-        residuals=np.log(np.abs(values)) - np.log(np.abs(full.predict(cells.n))),
-        how=cells.how(n_boot, seed),
-    )
+    """The Huber fit of M = E + A·N^−α bootstrapped over cells like the joint form
+    (fit_n_as_joint); NotEnoughData when the cells cannot support it."""
+    return bootstrap_joint(cells, n_boot=n_boot, seed=seed, fit=fit_n_as_joint)
 
 
 def prediction(

@@ -9,6 +9,7 @@ minimiser reports no convergence is left out of the intervals and counted (`fail
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,21 +46,29 @@ class JointBootstrap:
 
 
 def predict_with(params: np.ndarray, n: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """L at (n, d) for each row of (E, A, α, B, β) `params` (B, 5): (B, len(n))."""
+    """L at (n, d) for each row of (E, A, α, B, β) `params` (B, 5): (B, K), for n and d of shape
+    (K,) (the same points for every row) or (B, K) (each row its own)."""
     e, a, alpha, b, beta = (params[:, j : j + 1] for j in range(5))
     return e + a * np.asarray(n, dtype=np.float64) ** -alpha + b * np.asarray(d) ** -beta
 
 
-def bootstrap_joint(cells: Cells, *, n_boot: int, seed: int) -> JointBootstrap:
+JointFitter = Callable[..., JointFit]
+"""fit(n, d, m, starts=None) -> JointFit: huber.fit_joint, or a form written as it (holdout.py's
+M = E + A·N^−α as the joint form with B = 0)."""
+
+
+def bootstrap_joint(
+    cells: Cells, *, n_boot: int, seed: int, fit: JointFitter = fit_joint
+) -> JointBootstrap:
     """Fit the cells' means and refit `n_boot` resamples from the fit's optimum; NotEnoughData
     when the cells cannot support the full fit."""
     values = cells.means()
-    fit = fit_joint(cells.n, cells.d, values)
-    start = [np.array(fit.theta)]
+    full = fit(cells.n, cells.d, values)
+    start = [np.array(full.theta)]
     rows, failed = [], 0
     for n, d, v in cells.resamples(n_boot, seed):
         try:
-            f = fit_joint(n, d, v, starts=start)
+            f = fit(n, d, v, starts=start)
         except NotEnoughData:
             failed += 1
             continue
@@ -67,9 +76,9 @@ def bootstrap_joint(cells: Cells, *, n_boot: int, seed: int) -> JointBootstrap:
             failed += 1
             continue
         rows.append((f.E, f.A, f.alpha, f.B, f.beta))
-    residuals = np.log(values) - np.log(fit.predict(cells.n, cells.d))
+    residuals = np.log(np.abs(values)) - np.log(np.abs(full.predict(cells.n, cells.d)))
     return JointBootstrap(
-        fit=fit,
+        fit=full,
         draws=np.array(rows, dtype=np.float64).reshape(-1, 5),
         resamples=n_boot,
         failed=failed,

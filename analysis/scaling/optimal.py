@@ -69,9 +69,7 @@ def optimal_records(
         if params.shape[0] == 0:
             continue
         n_opt, d_opt = allocation(params, c, k)
-        loss = np.stack(
-            [predict_with(params[r : r + 1], n_opt[r], d_opt[r])[0] for r in range(params.shape[0])]
-        )
+        loss = predict_with(params, n_opt, d_opt)  # (R, K): each row at its own N*, D*
         found[name] = {
             "N_opt": n_opt,
             "D_opt": d_opt,

@@ -47,27 +47,33 @@ def _counts(store: Store, frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def count_records(
-    store: Store, data: TrialValues, chosen: list[str], s: ScalingSettings
+    store: Store,
+    data: TrialValues,
+    chosen: list[str],
+    s: ScalingSettings,
+    fitted: dict[tuple, dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """Per group, N line and metric: the exponents under both counts and the verdict; none
-    unless every trial reports both counts."""
+    unless every trial reports both counts. `fitted`: the run's own fits under its count
+    (`s.params`, from fitted_exponents), so only the other count is fitted here."""
     counts = _counts(store, data.frame)
     if counts.height == 0 or counts.null_count().sum_horizontal().item() > 0:
         return []
-    gcols = data.group_columns
-    base = data.frame.filter(pl.col("metric").is_in(chosen)).drop("N")
-    out = []
-    found: dict[str, dict[tuple, dict[str, Any]]] = {}
-    for count in PARAM_METRICS:
-        frame = base.join(
-            counts.select("experiment", "trial_id", pl.col(count).alias("N")),
+    other = next(c for c in PARAM_METRICS if c != s.params)
+    frame = (
+        data.frame.filter(pl.col("metric").is_in(chosen))
+        .drop("N")
+        .join(
+            counts.select("experiment", "trial_id", pl.col(other).alias("N")),
             on=["experiment", "trial_id"],
         )
-        found[count] = _fits(frame, gcols, s)
+    )
+    found = {s.params: fitted, other: _fits(frame, data.group_columns, s)}
     share = counts.select(1 - pl.col("non_embedding") / pl.col("total"), pl.col("total")).sort(
         "total"
     )
     smallest = float(share[0, 0])
+    out = []
     for key, ne in found["non_embedding"].items():
         tot = found["total"].get(key)
         if tot is None:
@@ -80,6 +86,21 @@ def count_records(
         rec["embedding_share_smallest"] = smallest
         rec["verdict"] = count_matters(rec)
         out.append(rec)
+    return out
+
+
+def fitted_exponents(
+    plain: list[dict[str, Any]], huber: list[dict[str, Any]], gcols: list[str]
+) -> dict[tuple, dict[str, Any]]:
+    """The run's N-line exponents (its plain and Huber records), keyed as _fits keys them."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for records, name in ((plain, "a"), (huber, "alpha")):
+        for r in records:
+            if r["axis"] != "N":
+                continue
+            key = {**{c: r[c] for c in gcols}, "metric": r["metric"], "at": r["at"]}
+            entry = out.setdefault(tuple(key.values()), {"key": key, "fit": {}})
+            entry["fit"][name] = (r[name], r[f"{name}_ci_low"], r[f"{name}_ci_high"])
     return out
 
 

@@ -5,15 +5,10 @@ trial prints about its engine (`trainables.trial_setup.describe_engine`)."""
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
-import sys
-
 import pytest
 from pydantic import ValidationError
 
-from tests.sweep_runs import ROOT
+from tests.trainables.engine_scripts import run_engine_script
 from trainables.config import TrainConfig
 from trainables.deepspeed_config import deepspeed_config
 from trainables.deepspeed_ops import trial_ops
@@ -95,23 +90,9 @@ print(json.dumps(out))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_zero2_engines_build_each_optimizer_and_step():
-    run = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(_free_port())],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out = run_engine_script(SCRIPT)
     assert out["fused_adam"]["class"] == "deepspeed.ops.adam.fused_adam.FusedAdam"
     assert out["torch_adamw"]["class"] == "torch.optim.adamw.AdamW"
     assert out["torch_adamw"]["fused"] in (None, False)  # torch's default kernel on a CPU

@@ -3,14 +3,9 @@
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
-import sys
-
 import pytest
 
-from tests.sweep_runs import ROOT
+from tests.trainables.engine_scripts import run_engine_script
 
 # In a fresh process (a one-rank gloo group of its own): for each case, a `tiny` model's
 # engine as `build_trial` makes it, DeepSpeed's `allreduce_gradients` counted, one backward and
@@ -59,23 +54,9 @@ print(json.dumps({"stock": stock, "skipping": skipping, "zero2": zero2, "same_gr
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_a_one_rank_engine_without_zero_skips_its_all_reduce_and_keeps_its_gradients():
-    run = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(_free_port())],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out = run_engine_script(SCRIPT)
     # The premise: DeepSpeed's stage-0 engine all-reduces once a step on its own (if this
     # fails, the installed DeepSpeed moved its all-reduce and the skip needs a new look).
     assert out["stock"] == {"skipped": False, "calls": 1}
