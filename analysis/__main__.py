@@ -374,6 +374,11 @@ def _power_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sesoi", type=float, help="equivalence margin of the TOST plan (default: --delta)"
     )
+    p.add_argument(
+        "--budget-hours",
+        type=float,
+        help="wall hours the study may take at the pilot's concurrency; each plan says if it fits",
+    )
 
 
 def _plateau_args(p: argparse.ArgumentParser) -> None:
@@ -485,6 +490,7 @@ def _run_power(
         target_power=args.power,
         one_sided=args.one_sided,
         sesoi=args.sesoi,
+        budget_hours=args.budget_hours,
         **statuses,
     )
     return power(store, settings)

@@ -65,6 +65,7 @@ from analysis.table import (
     fmt_signed,
     pivot_rows,
 )
+from analysis.trial_costs import cost_lines, trial_costs
 
 
 def _tost_fields(tost: Tost | None, opts: PairedOptions) -> dict[str, object]:
@@ -267,6 +268,7 @@ def ablation(store: Store, settings: AblationSettings) -> Result:
     inputs = _tested(arms, per, columns, laid_out, rows_in_use, s, result.notes)
     result.header += [
         trial_summary(trials),
+        *_cost_lines(store, arms),
         f"value per trial: {', '.join(v.label for v in s.values)}",
     ]
     for panel, names in laid_out:
@@ -292,6 +294,16 @@ def ablation(store: Store, settings: AblationSettings) -> Result:
         elif not inputs.has_baseline:
             result.notes.append(f"no {s.baseline} arm: no paired tests")
     return result
+
+
+def _cost_lines(store: Store, arms: Arms) -> list[str]:
+    """What the analysed trials cost, in all and per arm (none for a store without costs)."""
+    costs = trial_costs(store)
+    if costs is None:
+        return []
+    costs = costs.join(arms.members.select("experiment", "trial_id"), on=["experiment", "trial_id"])
+    labels = dict(arms.members.select("trial_id", "arm").iter_rows())
+    return cost_lines(costs, labels, arms.order)
 
 
 def _chosen_metrics(s: AblationSettings, available: list[str], notes: list[str]) -> list[str]:

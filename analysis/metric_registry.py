@@ -128,6 +128,12 @@ FAMILIES: tuple[MetricFamily, ...] = (
     MetricFamily("perf/tokens_per_s", None, "target tokens per second of training"),
     MetricFamily("perf/step_time_s", None, "seconds per optimizer step"),
     MetricFamily("perf/peak_mem_mb", None, "peak accelerator memory (CPU: peak RSS), MiB"),
+    MetricFamily("perf/wall_s", None, "wall seconds of the trial so far, from its launch"),
+    MetricFamily("perf/cpu_s", None, "CPU seconds of the trial's worker processes so far"),
+    MetricFamily("perf/gpu_s", None, "GPU seconds of the trial so far (GPUs × wall; 0 on CPU)"),
+    MetricFamily(
+        "perf/startup_s", None, "seconds from the trial's launches to its engines being ready"
+    ),
     MetricFamily("perf/bf16", None, "1: the trial trained in bf16, 0: in fp32 (step 0)"),
     MetricFamily("perf/compiled", None, "1: the training step was torch.compiled (step 0)"),
     MetricFamily(
@@ -161,6 +167,9 @@ TOKENS_SEEN = "train/tokens_seen"
 TOKENS_PER_S, STEP_TIME_S, PEAK_MEM_MB = "perf/tokens_per_s", "perf/step_time_s", "perf/peak_mem_mb"
 PARAMS_TOTAL, PARAMS_NON_EMBEDDING = "model/params_total", "model/params_non_embedding"
 BF16, COMPILED, COMPILE_S = "perf/bf16", "perf/compiled", "perf/startup/compile_s"
+WALL_S, CPU_S, GPU_S, STARTUP_S = "perf/wall_s", "perf/cpu_s", "perf/gpu_s", "perf/startup_s"
+COST_METRICS = (WALL_S, CPU_S, GPU_S, STARTUP_S, TOKENS_SEEN)
+"""What a trial cost (`trainables.trial_cost`), each cumulative: its last report holds the total."""
 
 
 def family(name: str) -> MetricFamily | None:

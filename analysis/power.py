@@ -6,7 +6,9 @@ paired differences (with its chi-square interval), the minimal detectable effect
 pairs the store has, the power there for `--delta`, the seeds needed to detect `--delta` with
 `--power` at `--alpha` (paired t-test, noncentral t; `--one-sided`), also at the upper end of the
 sd's interval (a pilot's sd is itself uncertain), and the same for showing equivalence within
-±`--sesoi` by TOST (true difference 0 assumed; analysis/power_stats.py).
+±`--sesoi` by TOST (true difference 0 assumed; analysis/power_stats.py). Where the pilot's
+trials reported their cost (`analysis.trial_costs`), each plan is priced in core-hours and in
+hours of wall time at the pilot's concurrency, and `--budget-hours` says which plans fit.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from analysis.table import (
     fmt_signed,
     records_table,
 )
+from analysis.trial_costs import concurrency, hours, per_trial_cost, trial_costs
 
 
 def check_inputs(delta: float, alpha: float, power: float, sesoi: float | None) -> None:
@@ -101,11 +104,17 @@ class PowerSettings:
     """A one-sided paired t-test (--one-sided); two-sided otherwise."""
     sesoi: float | None = None
     """The equivalence margin of TOST (--sesoi); None: `delta`."""
+    budget_hours: float | None = None
+    """Hours of wall time the study may take on the pilot's cluster at the pilot's concurrency
+    (--budget-hours): each plan says whether it fits."""
 
     def __post_init__(self) -> None:
         freeze_lists(self, ("metrics", "values", "by", "pool", "block", "only", "statuses"))
         check_level(self.level)
         check_inputs(self.delta, self.alpha, self.target_power, self.sesoi)
+        budget = self.budget_hours
+        if budget is not None and not (budget > 0 and math.isfinite(budget)):
+            raise ResultsError(f"--budget-hours must be > 0, got {budget}")
 
     @property
     def margin(self) -> float:
@@ -127,6 +136,7 @@ class PowerSettings:
             "level": self.level,
             "baseline": self.baseline,
             "values": [s.label for s in self.values],
+            "budget_hours": self.budget_hours,
         }
 
 
@@ -218,6 +228,52 @@ def power_columns(delta: float, margin: float, level: float) -> list[Column]:
     ]
 
 
+@dataclass(frozen=True)
+class Pricing:
+    """What a planned pair of arms costs per seed, from the pilot's own trials."""
+
+    per_trial: dict[str, dict[str, float]]
+    """Arm label -> the mean core_h, gpu_h and wall_h of its pilot trials."""
+    concurrency: float
+    """Trials the pilot ran at once, on average (`analysis.trial_costs.concurrency`)."""
+    budget_hours: float | None
+
+    def price(self, arm: str, base: str, seeds: object) -> dict[str, object]:
+        """core_h, gpu_h and wall_h of `seeds` seeds of `arm` and `base` (None: unpriced)."""
+        a, b = self.per_trial.get(arm), self.per_trial.get(base)
+        if a is None or b is None or not isinstance(seeds, int):
+            return {"core_h": None, "gpu_h": None, "wall_h": None, "fits": None}
+        wall = seeds * (a["wall_h"] + b["wall_h"]) / self.concurrency
+        fits = None if self.budget_hours is None else wall <= self.budget_hours
+        return {
+            "core_h": seeds * (a["core_h"] + b["core_h"]),
+            "gpu_h": seeds * (a["gpu_h"] + b["gpu_h"]),
+            "wall_h": wall,
+            "fits": fits,
+        }
+
+
+def pricing(store: Store, trials: Any, arms: Arms, budget_hours: float | None) -> Pricing | None:
+    """The pilot's per-trial costs per arm, None for a store whose trials report none."""
+    costs = trial_costs(store)
+    if costs is None:
+        return None
+    labels = dict(arms.members.select("trial_id", "arm").iter_rows())
+    return Pricing(per_trial_cost(costs, labels), concurrency(trials, costs), budget_hours)
+
+
+def _hours_cell(key: str) -> Callable[[Record], str]:
+    def cell(r: Record) -> str:
+        core, wall = r.get(f"core_h{key}"), r.get(f"wall_h{key}")
+        if core is None or wall is None:
+            return DASH
+        fits = r.get(f"fits{key}")
+        verdict = "" if fits is None else (" fits" if fits else " over budget")
+        return f"{hours(core)} / {hours(wall)}{verdict}"
+
+    return cell
+
+
 def _check_only(arms: Arms, only: Sequence[str]) -> None:
     """ResultsError for --arms labels that name no arm."""
     unknown = [a for a in only if a not in arms.key_values]
@@ -235,13 +291,19 @@ def _pair_record(
     spec: ValueSpec,
     per: dict[tuple[str, str, ValueSpec], SeedValues],
     settings: PowerSettings,
+    pricing: Pricing | None = None,
 ) -> Record:
-    """One row: `arm` against `base` on `metric`'s `spec` value, over the seeds both ran."""
+    """One row: `arm` against `base` on `metric`'s `spec` value, over the seeds both ran, priced
+    by `pricing` where the pilot reported its costs."""
     mine, theirs = per.get((arm, metric, spec), {}), per.get((base, metric, spec), {})
     common = sorted(set(mine) & set(theirs))
     a, b = [mine[s] for s in common], [theirs[s] for s in common]
     scale = max([abs(v) for v in a + b], default=0.0)
     rec = pair_power([x - y for x, y in zip(a, b, strict=True)], scale, settings)
+    if pricing is not None:
+        rec.update(pricing.price(arm, base, rec["seeds_needed"]))
+        tost = pricing.price(arm, base, rec["seeds_needed_tost"])
+        rec.update({f"{k}_tost": v for k, v in tost.items()})
     return {
         "arm": arm,
         **{k: plain_value(arms.key_values[arm][k]) for k in arms.keys},
@@ -257,6 +319,7 @@ def _power_records(
     chosen: Sequence[str],
     per: dict[tuple[str, str, ValueSpec], SeedValues],
     settings: PowerSettings,
+    pricing: Pricing | None = None,
 ) -> list[Record]:
     """Every row of the table: each planned arm with a baseline, each metric and value kind
     (kinds that need a better direction only for metrics that have one)."""
@@ -274,18 +337,30 @@ def _power_records(
         if base is None:
             continue
         for metric, spec in columns:
-            records.append(_pair_record(arm, base, arms, metric, spec, per, settings))
+            records.append(_pair_record(arm, base, arms, metric, spec, per, settings, pricing))
     return records
 
 
-def _add_power_table(result: Result, records: list[Record], settings: PowerSettings) -> None:
-    """The power table and the note on its columns."""
+def _add_power_table(
+    result: Result, records: list[Record], settings: PowerSettings, pricing: Pricing | None
+) -> None:
+    """The power table and the notes on its columns (and on its prices)."""
     s, sided, margin = settings, settings.sided, settings.margin
     title = (
         f"seeds needed: paired t-test ({sided}, α = {s.alpha:g}, power {s.target_power:g}) for "
         f"Δ = {s.delta:g}; TOST (α = {s.alpha:g}) for equivalence within ±{margin:g}"
     )
     columns = power_columns(s.delta, margin, s.level)
+    if pricing is not None:
+        columns += [
+            Column(f"core-h / wall h for Δ={s.delta:g}", _hours_cell("")),
+            Column(f"core-h / wall h for TOST ±{margin:g}", _hours_cell("_tost")),
+        ]
+    elif s.budget_hours is not None:
+        result.notes.append(
+            "--budget-hours: the pilot's trials report no cost (perf/wall_s, perf/cpu_s: a store "
+            "written before numsweep recorded them), so no plan is priced"
+        )
     result.tables.append(records_table("power", title, columns, records))
     result.notes.append(
         f"pairs: seeds both arms ran; sd of Δ: sample sd of the per-seed differences arm − "
@@ -316,10 +391,31 @@ def power(store: Store, settings: PowerSettings) -> Result:
         result.notes.append(counts.note())
     known = load_trials(store).select("experiment", "trial_id")
     per = collect_seed_values(latest, arms, s.values, known, result.notes)
-    records = _power_records(arms, chosen, per, s)
+    priced = pricing(store, trials, arms, s.budget_hours)
+    records = _power_records(arms, chosen, per, s, priced)
     result.header.append(trial_summary(trials))
     if not records:
         result.notes.append(f"no arm with a {s.baseline} baseline: nothing to plan")
         return result
-    _add_power_table(result, records, s)
+    _add_power_table(result, records, s, priced)
+    if priced is not None:
+        _price_notes(result, priced)
     return result
+
+
+def _price_notes(result: Result, pricing: Pricing) -> None:
+    per = "; ".join(
+        f"{arm} {hours(c['core_h'])} core-h, {hours(c['wall_h'])} h wall"
+        + (f", {hours(c['gpu_h'])} GPU-h" if c["gpu_h"] else "")
+        for arm, c in pricing.per_trial.items()
+    )
+    result.notes.append(
+        f"hours: seeds × (arm's + baseline's mean per-trial cost in the pilot); wall time at the "
+        f"pilot's concurrency ({pricing.concurrency:.2g} trials at once). Per trial: {per}"
+    )
+    if pricing.budget_hours is not None:
+        result.notes.append(
+            f"budget: {pricing.budget_hours:g} h of wall time (--budget-hours); a plan over it "
+            "is unaffordable as designed: redesign (fewer arms, a cheaper trial, a larger "
+            "effect) rather than run it underpowered"
+        )

@@ -8,10 +8,13 @@
 `sweep` on an experiment that already exists under the results root resumes it (unfinished and
 errored trials continue from their last checkpoint); where its Ray state is not there (a fresh
 clone of a committed store), the store's finished trials count as done and only the others run.
-While it runs, one progress line (redrawn on a terminal, periodic lines otherwise); `--verbose`
-shows Ray Tune's status tables instead. A results root may be a URI (s3://bucket/prefix:
-credentials from the AWS_* variables, a non-AWS endpoint from AWS_ENDPOINT_URL). Exit codes:
-0 done, 1 some trials failed, 2 bad input (nothing launched, nothing written).
+While it runs, the terminal gets numsweep's lines only: one progress line (redrawn on a
+terminal, periodic lines otherwise) and a line per failed trial; Ray's, Tune's, Optuna's and
+the trials' own output goes to `<results>/experiments/<E>/logs/` (`orchestrator.terminal`).
+`--verbose` shows all of it, with Ray Tune's status tables instead of the progress line.
+A results root may be a URI (s3://bucket/prefix: credentials from the AWS_* variables, a
+non-AWS endpoint from AWS_ENDPOINT_URL). Exit codes: 0 done, 1 some trials failed, 2 bad input
+(nothing launched, nothing written).
 """
 
 from __future__ import annotations
@@ -49,7 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="validate model, tokenizer and data, print the trial and resource plan, start nothing",
     )
-    verbose = {"action": "store_true", "help": "Ray Tune's status tables, not the progress line"}
+    verbose = {
+        "action": "store_true",
+        "help": "Ray's, Tune's and the trials' own output on the terminal (Tune's status tables "
+        "instead of the progress line); by default they go to the experiment's logs/ folder",
+    }
     sweep.add_argument("--verbose", **verbose)
     results(sweep)
     extend = sub.add_parser("extend", help="add trials to a search, continuing its Optuna study")
@@ -189,16 +196,37 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if left is not None and not left.runs:
         return 0
 
+    verb = "resuming" if resume else "starting"
+    runs = None if left is None else left.runs
+    return _launch(sweep, root, args, verb, runs, digits)
+
+
+def _launch(
+    sweep: SweepConfig, root: str, args: argparse.Namespace, verb: str, runs, digits: bool
+) -> int:
+    """Connect to Ray, run `runs` (None: the whole sweep) and print the end-of-sweep summary,
+    with the libraries' output in the experiment's log files unless --verbose."""
     from orchestrator.driver import run_sweep
     from orchestrator.local_ray import cluster_capacity, connect
+    from orchestrator.terminal import SweepOutput
 
-    how = connect(args.address)
-    max_concurrent = _concurrency_or_usage(sweep, cluster_capacity())
-    verb = "resuming" if resume else "starting"
-    print(f"numsweep: {verb}; Ray ({how}), {max_concurrent} trial(s) at a time, results in {root}")
-    runs = None if left is None else left.runs
-    outcome = run_sweep(sweep, root, max_concurrent=max_concurrent, runs=runs, verbose=args.verbose)
-    return _finish(root, sweep, outcome.n_trials, outcome.n_errors, digits)
+    with SweepOutput(root, sweep.experiment, args.verbose) as output:
+        how = connect(args.address)
+        output.connected()
+        max_concurrent = _concurrency_or_usage(sweep, cluster_capacity())
+        at_once = f"{max_concurrent} trial(s) at a time"
+        print(f"numsweep: {verb}; Ray ({how}), {at_once}, results in {root}")
+        if output.logs is not None:
+            print(f"numsweep: Ray's and the trials' output in {output.logs.directory}/")
+        outcome = run_sweep(
+            sweep,
+            root,
+            max_concurrent=max_concurrent,
+            runs=runs,
+            verbose=args.verbose,
+            logs=output.logs,
+        )
+        return _finish(root, sweep, outcome.n_trials, outcome.n_errors, digits)
 
 
 def _store_resume(sweep: SweepConfig, root: str):
@@ -294,16 +322,12 @@ def cmd_extend(args: argparse.Namespace) -> int:
         raise UsageError(f"--trials must be >= 1, got {args.trials}")
     _check_tracking(sweep)
     from analysis.results import ExperimentPaths
-    from orchestrator.driver import run_sweep, tune_runs
-    from orchestrator.local_ray import cluster_capacity, connect
+    from orchestrator.driver import tune_runs
 
     index = _next_extension(ExperimentPaths(root, sweep.experiment), sweep)
     runs = tune_runs(sweep, extend_index=index, trials=args.trials)
-    how = connect(args.address)
-    max_concurrent = _concurrency_or_usage(sweep, cluster_capacity())
-    print(f"numsweep: extending {sweep.experiment} by {args.trials} trial(s); Ray ({how})")
-    outcome = run_sweep(sweep, root, max_concurrent=max_concurrent, runs=runs, verbose=args.verbose)
-    return _finish(root, sweep, outcome.n_trials, outcome.n_errors, digits=True)
+    verb = f"extending {sweep.experiment} by {args.trials} trial(s)"
+    return _launch(sweep, root, args, verb, runs, digits=True)
 
 
 def _next_extension(paths, sweep: SweepConfig) -> int:

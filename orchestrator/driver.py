@@ -24,6 +24,7 @@ from typing import Any
 import ray.train
 from ray import tune
 from ray.tune.integration.ray_train import TuneReportCallback
+from ray.tune.logger import JsonLoggerCallback
 
 from analysis.results import SCHEMA_VERSION, ExperimentPaths, ResultsStore
 from orchestrator.parquet_sink import ParquetSink
@@ -37,6 +38,7 @@ from orchestrator.search_space import (
     trial_params,
 )
 from orchestrator.sweep_file import SweepConfig
+from orchestrator.terminal import SweepLogs
 from orchestrator.tracking import tracking_callbacks, trial_name, unused_clients_kept_out
 from orchestrator.train_bounds import failure_config, placement_timeout, set_train_env
 from orchestrator.trial_placement import trial_resources
@@ -267,13 +269,19 @@ def _scheduler(sweep: SweepConfig):
     )
 
 
-def progress_callback(sweep: SweepConfig, run: TuneRun) -> ProgressCallback:
-    """The progress line of `run`: its first objective (a search) or the early-stopping metric."""
+def progress_callback(
+    sweep: SweepConfig, run: TuneRun, logs: SweepLogs | None = None, line: bool = True
+) -> ProgressCallback:
+    """The progress line of `run` (`line`; else only its failed-trial lines): its first
+    objective (a search) or the early-stopping metric. A failed trial's line names `logs`."""
+    where = None if logs is None else str(logs.directory)
     if sweep.mode == "search":
         first = sweep.search.objectives[0]
-        return ProgressCallback(run.name, run.num_trials, first.metric, first.mode)
-    stop = sweep.early_stopping
-    return ProgressCallback(run.name, run.num_trials, stop and stop.metric, stop and stop.mode)
+        metric, mode = first.metric, first.mode
+    else:
+        stop = sweep.early_stopping
+        metric, mode = stop and stop.metric, stop and stop.mode
+    return ProgressCallback(run.name, run.num_trials, metric, mode, logs=where, line=line)
 
 
 def reuse_actors(sweep: SweepConfig) -> bool:
@@ -296,6 +304,7 @@ def _tuner(
     sink: ParquetSink,
     max_concurrent: int,
     verbose: bool = False,
+    logs: SweepLogs | None = None,
 ):
     """A Tuner for `run`: restored from its storage when it exists there (resume), else new.
 
@@ -343,7 +352,11 @@ def _tuner(
                 PlacementGroupReaper(),
                 sink,
                 *tracking_callbacks(sweep.tracking, sweep.experiment),
-                *([] if verbose else [progress_callback(sweep, run)]),
+                progress_callback(sweep, run, logs, line=not verbose),
+                # Of Tune's default loggers only its JSON one (result.json per trial; the store
+                # is the Parquet sink's): TensorboardX's fsyncs an event file at every result,
+                # in the driver's loop (bench/README.md, "Result processing").
+                JsonLoggerCallback(),
             ],
             failure_config=tune.FailureConfig(max_failures=sweep.resources.trial_max_failures),
             # Tune's status tables with --verbose; else the one progress line above.
@@ -360,6 +373,7 @@ def run_sweep(
     max_concurrent: int,
     runs: list[TuneRun] | None = None,
     verbose: bool = False,
+    logs: SweepLogs | None = None,
 ) -> SweepOutcome:
     """Run (or resume) every Tune experiment of `sweep` on the connected Ray cluster, streaming
     metrics to `results_root`."""
@@ -369,6 +383,8 @@ def run_sweep(
     # stopped for a non-finite loss reports only why), so Tune must not demand the objective
     # in each one; the searcher and ASHA see it where it is reported.
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
+    # Tune adds its CSV, JSON and TensorboardX loggers unless told not to; `_tuner` adds JSON's.
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
 
     def resolve(trial: Any) -> dict[str, Any]:
         return trial_config(sweep, trial_params(trial.config), trial.trial_id)
@@ -380,7 +396,7 @@ def run_sweep(
             sink = ParquetSink(store, resolve)
             # A restored Tuner brings back the sink it was built with; the sink reads what is
             # already on disk when the run starts, so nothing is written twice.
-            tuner, resumed = _tuner(sweep, run, paths, sink, max_concurrent, verbose)
+            tuner, resumed = _tuner(sweep, run, paths, sink, max_concurrent, verbose, logs)
             if not resumed:
                 store.write_manifest(manifest(sweep))
             resumed_any |= resumed

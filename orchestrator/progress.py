@@ -2,11 +2,12 @@
 and estimated time left.
 
 `numsweep sweep` runs Ray Tune with `verbose=0` and this Tune `Callback` instead of Tune's
-status tables (those come back with `--verbose`). On a terminal it redraws one line in place;
-otherwise (a log file, `ray job submit`, CI) it prints a plain line whenever a count changes and
-at least every `interval` seconds. The counts come from Tune's trial list at each step, the best
-value from each trial's last reported value of the objective (what Optuna is told), so a
-restored run shows the trials it already finished.
+status tables (those come back with `--verbose`); it also gives each failed trial a line of its
+own, with its error and where its logs are, in both modes. On a terminal it redraws one line in
+place; otherwise (a log file, `ray job submit`, CI) it prints a plain line whenever a count
+changes and at least every `interval` seconds. The counts come from Tune's trial list at each
+step, the best value from each trial's last reported value of the objective (what Optuna is
+told), so a restored run shows the trials it already finished.
 """
 
 from __future__ import annotations
@@ -84,9 +85,15 @@ class ProgressCallback(Callback):
         metric: str | None = None,
         mode: str | None = None,
         interval: float = 30.0,
+        logs: str | None = None,
+        line: bool = True,
     ) -> None:
         self.name, self.total, self.metric, self.mode = name, total, metric, mode
         self.interval = interval
+        self.logs = logs
+        """The experiment's log folder, named in a failed trial's line (None: on the terminal)."""
+        self.line = line
+        """Whether to print the progress line (False with --verbose: Tune's tables instead)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -100,7 +107,8 @@ class ProgressCallback(Callback):
         self._reset()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("name", "total", "metric", "mode", "interval")}
+        keep = ("name", "total", "metric", "mode", "interval", "logs", "line")
+        return {k: getattr(self, k) for k in keep}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -147,7 +155,37 @@ class ProgressCallback(Callback):
         self._last_counts = counts
 
     def on_step_end(self, iteration: int, trials: list[Any], **info: Any) -> None:
-        self._show(trials)
+        if self.line:
+            self._show(trials)
 
     def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
-        self._show(trials, final=True)
+        if self.line:
+            self._show(trials, final=True)
+
+    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        """A line of its own for a failed trial (on a terminal, the progress line is cleared
+        first and redrawn at the next step)."""
+        out = sys.stdout
+        clear = "\r\x1b[K" if self.line and out.isatty() else ""
+        print(clear + failed_trial_line(trial, self.logs), file=out, flush=True)
+        self._last_print = -math.inf
+
+
+def failed_trial_line(trial: Any, logs: str | None) -> str:
+    """`numsweep: trial 1a2b3c4d failed: NonFiniteLossError: … | error: …/error.txt | logs: …`:
+    the error's last line, the file with its traceback and where the trial's output went."""
+    error_file = getattr(trial, "error_file", None)
+    message = "(no error file)"
+    if error_file:
+        try:
+            with open(error_file) as fh:
+                lines = [line.strip() for line in fh.read().splitlines() if line.strip()]
+            message = lines[-1][:300] if lines else message
+        except OSError as err:
+            message = f"(error file unreadable: {err})"
+    parts = [f"numsweep: trial {trial.trial_id} failed: {message}"]
+    if error_file:
+        parts.append(f"error: {error_file}")
+    if logs:
+        parts.append(f"logs: {logs}")
+    return " | ".join(parts)

@@ -3,7 +3,7 @@
 Read through the store reader the analysis uses (`analysis.store`: local paths and URIs), so
 the two agree by construction: trial states by `load_trials` (the store's trial-state rule), one
 value per (trial, step, metric) by `read_latest`, a trial's objective value by
-`analysis.selection` (its final value).
+`analysis.selection` (its final value), what the trials cost by `analysis.trial_costs`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import polars as pl
 from analysis.results import STARTS, TABLES, ExperimentPaths
 from analysis.selection import FINAL, select_values
 from analysis.store import ResultsError, Store, load_trials, open_store, read_latest, scan_metrics
+from analysis.trial_costs import cost_lines, trial_costs
 from orchestrator.driver import study_storage, tune_runs
 from orchestrator.sweep_file import SweepConfig
 from trainables.losses import param_columns
@@ -74,6 +75,9 @@ def experiment_status(root: str, sweep: SweepConfig) -> str:
             tbl_rows=200, tbl_cols=24, tbl_width_chars=180, tbl_hide_dataframe_shape=True
         ):
             lines.append(str(table))
+        assert store is not None  # a trial table comes from a store
+        losses = dict(table.select("trial_id", "loss").iter_rows())
+        lines += cost_lines(trial_costs(store), losses, sorted(set(losses.values())))
         objectives = sweep.search.objectives if sweep.mode == "search" else []
         for objective in objectives:
             if objective.metric in table.columns:

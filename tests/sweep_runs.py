@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,39 @@ def tune_actor_pids(results: Path) -> dict[str, set[int]]:
         lines = log.read_text().splitlines()
         pids[log.parent.name] = {json.loads(line)["pid"] for line in lines if line.strip()}
     return pids
+
+
+_PROGRESS = re.compile(r"^\S+: \d+/\d+ done, \d+ running, \d+ failed( \|.*)?$")
+_SUMMARY = re.compile(r"^\d+ trials, \d+ failed\. Results: ")
+
+
+def line_kinds(text: str) -> list[tuple[str, str]]:
+    """Each line of a sweep's terminal output with its kind, as a person reads them: `numsweep`
+    (set-up lines), `failed trial`, `progress`, `table` (the end-of-sweep tables, from their
+    `# ` title to the summary), `summary`, `next` (the "Next:" block), `warning`, `blank`, or
+    `other` (anything numsweep did not write). A line redrawn in place (`\\r`) counts each
+    drawing; the line-clearing code of a redraw is dropped."""
+    kinds: list[tuple[str, str]] = []
+    in_table = False
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        for line in raw.replace("\x1b[K", "").split("\r"):
+            if _SUMMARY.match(line):
+                in_table, kind = False, "summary"
+            elif in_table or line.startswith("# "):
+                in_table, kind = True, "table"
+            elif not line.strip():
+                kind = "blank"
+            elif line.startswith("numsweep: trial ") and " failed: " in line:
+                kind = "failed trial"
+            elif line.startswith("numsweep: "):
+                kind = "numsweep"
+            elif _PROGRESS.match(line):
+                kind = "progress"
+            elif line == "Next:" or line.startswith(("  numsweep ", "  python -m analysis ")):
+                kind = "next"
+            elif line.startswith(("warning: ", "error: ")):
+                kind = "warning"
+            else:
+                kind = "other"
+            kinds.append((kind, line))
+    return kinds

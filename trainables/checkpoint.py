@@ -3,9 +3,10 @@
 Every `eval.every` steps the worker reports its metrics; at `train.checkpoint_every` steps (and
 the last) the report carries a checkpoint, every rank saving its own DeepSpeed shard (Ray Train
 merges them into one). A restarted worker group restores the latest: the step, the tokens seen,
-and the metrics of the latest reports, which it reports again (`replay`) because Ray Train
-commits a checkpoint before its report reaches the sweep driver. A trial whose loss became
-non-finite saves a marker checkpoint instead (`stop`), so that a resumed trial stays stopped.
+the trial's cost so far (`trainables.trial_cost`), and the metrics of the latest reports, which
+it reports again (`replay`) because Ray Train commits a checkpoint before its report reaches the
+sweep driver. A trial whose loss became non-finite saves a marker checkpoint instead (`stop`),
+so that a resumed trial stays stopped.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import ray.train
 
 from trainables.report_protocol import REPLAYED_KEY, STOPPED_FILE, STOPPED_KEY
+from trainables.trial_cost import CostMeter
 
 CHECKPOINT_TAG = "numsweep"
 # A checkpoint carries the metrics of this many latest reports, all reported again on resume.
@@ -34,8 +36,10 @@ class TrialCheckpoint:
 
     `engine` is the trial's DeepSpeed engine (`save_checkpoint` / `load_checkpoint`)."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, cost: CostMeter) -> None:
         self.engine = engine
+        self.cost = cost
+        """The trial's cost meter: its state is saved with each checkpoint and restored."""
         self.start_step = 0
         """The step training starts from: 0, or the restored checkpoint's."""
         self.tokens_seen = 0.0
@@ -56,6 +60,7 @@ class TrialCheckpoint:
         self.start_step = int(client_state["step"])
         self.tokens_seen = float(client_state["tokens_seen"])
         self.reports = client_state["reports"]
+        self.cost.restore(client_state.get("cost"))  # absent in checkpoints from before it
         return True
 
     def replay(self) -> None:
@@ -77,7 +82,12 @@ class TrialCheckpoint:
             return
         with tempfile.TemporaryDirectory() as directory:
             # Every rank writes its own ZeRO shard; Ray Train merges them into one checkpoint.
-            state = {"step": step, "reports": self.reports, "tokens_seen": self.tokens_seen}
+            state = {
+                "step": step,
+                "reports": self.reports,
+                "tokens_seen": self.tokens_seen,
+                "cost": self.cost.state(),
+            }
             self.engine.save_checkpoint(directory, tag=CHECKPOINT_TAG, client_state=state)
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(directory))
 

@@ -6,7 +6,8 @@ restores its checkpoint if it has one (`trainables.checkpoint`), trains with the
 (token means over the *global* batch, so every loss is normalised the same way under gradient
 accumulation and data parallelism), evaluates every `eval.every` steps
 (`trainables.evaluation`), and reports metrics (and checkpoints, every rank saving its own
-DeepSpeed shard) through `ray.train.report`. A restarted worker group resumes from the latest
+DeepSpeed shard) through `ray.train.report`, each report with the trial's cost so far
+(`trainables.trial_cost`). A restarted worker group resumes from the latest
 checkpoint at the same step and data position.
 """
 
@@ -35,6 +36,7 @@ from trainables.losses import target_counts
 from trainables.metrics.distributed import sum_across_ranks
 from trainables.startup import StartupTimeline
 from trainables.step_stats import StepResult, StepStats
+from trainables.trial_cost import CostMeter
 from trainables.trial_setup import Trial, build_trial
 
 # Unix time at which this module's imports (torch, transformers, DeepSpeed, Ray Train) were done:
@@ -47,7 +49,8 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
     timeline = StartupTimeline(cfg.launched_at, IMPORTED_AT)
     _quiet_report_log()
     trial = build_trial(cfg, timeline)
-    checkpoint = TrialCheckpoint(trial.engine)
+    cost = CostMeter(cfg.launched_at, ready_at=time.time(), device=trial.device)
+    checkpoint = TrialCheckpoint(trial.engine, cost)
     if not checkpoint.restore():
         return  # stopped for a non-finite loss: that outcome is final
     checkpoint.replay()
@@ -56,6 +59,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         sizes[names.PARAMS_NON_EMBEDDING] = trial.sizes["non_embedding"]
         ran = {names.BF16: float(trial.bf16), names.COMPILED: float(trial.compiled)}
         metrics = {**sizes, **ran, names.TOKENS_SEEN: 0.0, **_evaluate(trial, 0, final=False)}
+        metrics.update(cost.metrics())
         checkpoint.report(0, metrics, save=False)
     timeline.mark("step0_report")
 
@@ -82,6 +86,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 names.PEAK_MEM_MB: _peak_memory_mb(trial.device),
                 **_evaluate(trial, done, final),
                 **timeline.take_metrics(),
+                **cost.metrics(),
             }
             every = cfg.train.checkpoint_every
             checkpoint.report(done, metrics, save=final or bool(every and done % every == 0))

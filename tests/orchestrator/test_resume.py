@@ -24,7 +24,7 @@ import polars as pl
 import pyarrow.fs as pafs
 import pytest
 
-from analysis.store import load_trials, open_store, read_latest
+from analysis.store import load_trials, open_store, read_latest, scan_metrics
 from tests.orchestrator.s3_server import s3_keys
 from tests.sweep_runs import analysis, log_tail, numsweep, numsweep_background, write_sweep
 
@@ -135,6 +135,26 @@ def test_driver_killed_then_resumed_writes_every_step_exactly_once(s3, tmp_path,
     for (trial_id,), rows in latest.group_by("trial_id"):
         assert sorted(rows["step"]) == list(range(0, STEPS + 1, 5)), trial_id  # each step once
     assert counts.kept == latest.height
+    # A trial's cost runs on across the kill: a trial restored from a checkpoint (every report
+    # here carries one) starts from that checkpoint's cost (trainables.trial_cost), so its wall
+    # and CPU seconds never fall from step to step, and it paid two start-ups. (One killed
+    # before its first checkpoint restarts from nothing: its cost is its second launch's.)
+    cost = (  # the row that counts per (trial, step, metric), with its attempt
+        scan_metrics(store, ["perf/wall_s", "perf/cpu_s", "perf/startup_s"])
+        .sort("attempt", "ts")
+        .group_by("trial_id", "step", "metric")
+        .last()
+        .collect()
+    )
+    restored = cost.filter((pl.col("attempt") == 0) & (pl.col("step") >= 5))["trial_id"]
+    resumed_ids = set(cost.filter(pl.col("attempt") == 1)["trial_id"]) & set(restored)
+    for (trial_id, metric), rows in cost.group_by("trial_id", "metric"):
+        if rows["attempt"].max() == 1 and trial_id not in resumed_ids:
+            continue
+        values = rows.sort("step")["value"].to_list()
+        assert values == sorted(values), (trial_id, metric, values)
+        if metric == "perf/startup_s" and trial_id in resumed_ids:
+            assert values[-1] > values[0], (trial_id, values)
 
     status = numsweep("status", EXPERIMENT, "--results", root)
     assert status.returncode == 0, status.stderr[-3000:]

@@ -10,9 +10,9 @@ import sys
 import polars as pl
 import pytest
 
-from analysis.metric_registry import family
+from analysis.metric_registry import COST_METRICS, family
 from bench.trial import PHASES
-from tests.sweep_runs import ROOT, numsweep, tune_actor_pids, write_sweep
+from tests.sweep_runs import ROOT, line_kinds, numsweep, tune_actor_pids, write_sweep
 
 SWEEP = {
     "experiment": "e2e",
@@ -130,6 +130,34 @@ def test_sweep_writes_complete_parquet(sweep_run):
         }
         phases = [marks[f"perf/startup/{phase}_s"] for phase in PHASES]
         assert phases[0] > 0 and phases == sorted(phases), (trial_id, marks)
+
+
+@pytest.mark.slow
+def test_a_pipe_gets_only_numsweeps_lines_and_each_trial_its_cost(sweep_run):
+    proc, results = sweep_run
+    # As `ray job submit`, CI or `make demo > log` see it: numsweep's lines, no escape codes.
+    kinds = line_kinds(proc.stdout) + line_kinds(proc.stderr)
+    assert [line for kind, line in kinds if kind == "other"] == []
+    assert "\x1b" not in proc.stdout + proc.stderr
+    assert {"numsweep", "progress", "table", "summary", "next"} <= {k for k, _ in kinds}
+    assert (results / "experiments" / "e2e" / "logs" / "workers.log").is_file()
+
+    metrics = pl.read_parquet(results / "metrics" / "**" / "*.parquet", hive_partitioning=True)
+    cost = metrics.filter(pl.col("metric").is_in(list(COST_METRICS)))
+    for (trial_id,), rows in cost.group_by("trial_id"):
+        wide = rows.pivot(on="metric", index="step", values="value").sort("step")
+        assert wide["step"].to_list() == [0, 3, 6], trial_id  # with every report
+        wall, cpu = wide["perf/wall_s"].to_list(), wide["perf/cpu_s"].to_list()
+        assert wall == sorted(wall) and cpu == sorted(cpu) and wall[0] > 0  # cumulative
+        assert set(wide["perf/gpu_s"]) == {0.0}  # no GPU here
+        startup = wide["perf/startup_s"].to_list()
+        # a fixed cost, the same at every report, within the wall time before step 0
+        assert len(set(startup)) == 1 and 0 < startup[0] < wall[0]
+        # the engine's start-up timeline ends inside the same interval
+        engine = metrics.filter(
+            (pl.col("trial_id") == trial_id) & (pl.col("metric") == "perf/startup/deepspeed_s")
+        )["value"].item()
+        assert startup[0] == pytest.approx(engine, abs=1.0)
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tests.sweep_runs import numsweep, tune_actor_pids, write_sweep
+from tests.sweep_runs import line_kinds, numsweep, tune_actor_pids, write_sweep
 
 STEPS = 8
 
@@ -52,6 +52,13 @@ def test_asha_stops_the_worse_trial_and_nan_is_recorded(tmp_path):
     assert slow["status"] == "TERMINATED" and last_step[slow["trial_id"]] < STEPS  # ASHA
     assert blown["status"] == "ERROR"
     assert "non-finite" in blown["error"] or "became" in blown["error"], blown["error"]
+    # The failure reaches the terminal as a line of its own: the trial, why, where to look.
+    logs = results / "experiments" / "failures" / "logs"
+    failed = [line for kind, line in line_kinds(run.stdout) if kind == "failed trial"]
+    assert len(failed) == 1, run.stdout[-3000:]
+    assert failed[0].startswith(f"numsweep: trial {blown['trial_id']} failed: ")
+    assert "became" in failed[0] and "error.txt" in failed[0] and f"logs: {logs}" in failed[0]
+    assert [line for kind, line in line_kinds(run.stdout) if kind == "other"] == []
     # With early stopping no trial ran in another's Tune actor: the one ASHA stopped was still
     # in its Train run when it was stopped (driver.reuse_actors).
     pids = tune_actor_pids(results)

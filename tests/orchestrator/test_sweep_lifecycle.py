@@ -60,6 +60,10 @@ def test_concurrency_extend_status_compact(tmp_path):
     assert "3 trial(s): 3 TERMINATED" in status.stdout
     assert "Optuna study life: 3 trial(s)" in status.stdout
     assert "best min eval/test/ce" in status.stdout
+    # what the three trials cost, in all and per loss
+    cost = [line for line in status.stdout.splitlines() if line.startswith("cost")]
+    assert cost[0].startswith("cost: 3 trial(s), ") and " 0 GPU-hours" in cost[0], cost
+    assert sum(int(line.split(": ")[1].split(" ")[0]) for line in cost[1:]) == 3, cost
 
     before = pl.read_parquet(results / "metrics" / "experiment=life" / "*.parquet")
     n_parts = len(list((results / "metrics" / "experiment=life").glob("part-*.parquet")))
