@@ -10,6 +10,9 @@ from typing import Any
 # Checked against the Ray pyproject.toml pins.
 CHECKED_RAY = "2.60.0"
 
+PRINTS, ROUTED = "ray_print_logs", "numsweep_worker_output"
+"""The names of Ray's handler that prints the cluster's output, and of the one that routes it."""
+
 
 def is_worker_start_timeout(error: BaseException) -> bool:
     """Whether a Train run failed because its worker group could not be placed in time: a
@@ -33,8 +36,8 @@ def route_worker_output(write: Callable[[str], None]) -> Callable[[], None]:
     `localhost`, `actor_name`, `task_name`, to the handlers of
     `ray._private.ray_logging.global_worker_stdstream_dispatcher`; the one that prints is named
     "ray_print_logs" and keeps only the autoscaler's events (`filter_autoscaler_events`, both in
-    ray/_private/worker.py). Where that is not so, Ray's printing is left as it
-    is and `write` says why once."""
+    ray/_private/worker.py). Where that is not so, Ray's printing is left as it is and `write`
+    says why once."""
     try:
         from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
         from ray._private.worker import filter_autoscaler_events
@@ -64,9 +67,6 @@ def route_worker_output(write: Callable[[str], None]) -> Callable[[], None]:
             dispatcher.add_handler(*pair)
 
     return restore
-
-
-PRINTS, ROUTED = "ray_print_logs", "numsweep_worker_output"
 
 
 def ray_version() -> str:

@@ -75,9 +75,9 @@ def experiment_status(root: str, sweep: SweepConfig) -> str:
             tbl_rows=200, tbl_cols=24, tbl_width_chars=180, tbl_hide_dataframe_shape=True
         ):
             lines.append(str(table))
-        assert store is not None  # a trial table comes from a store
         losses = dict(table.select("trial_id", "loss").iter_rows())
-        lines += cost_lines(trial_costs(store), losses, sorted(set(losses.values())))
+        costs = None if store is None else trial_costs(store)
+        lines += cost_lines(costs, losses, sorted(set(losses.values())))
         objectives = sweep.search.objectives if sweep.mode == "search" else []
         for objective in objectives:
             if objective.metric in table.columns:

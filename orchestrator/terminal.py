@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from analysis.results import ExperimentPaths
 
@@ -36,7 +37,8 @@ def plain(text: str) -> str:
     return ANSI.sub("", text)
 
 
-def is_terminal(stream=None) -> bool:
+def is_terminal(stream: TextIO | None = None) -> bool:
+    """Whether `stream` (default: stdout) is a terminal, not a pipe or a file."""
     stream = stream or sys.stdout
     return hasattr(stream, "isatty") and stream.isatty()
 
@@ -196,11 +198,8 @@ class SweepOutput:
         self._stack.callback(self._swap.restore)
         # Tune's newer output engine prints an experiment box at every verbosity, 0 included;
         # the legacy one prints nothing at 0 (its logger lines go to driver.log).
-        self._set_env("RAY_AIR_NEW_OUTPUT", "0")
+        self._stack.enter_context(_env("RAY_AIR_NEW_OUTPUT", "0"))
         return self
-
-    def _set_env(self, key: str, value: str) -> None:
-        self._stack.enter_context(_env(key, value))
 
     def connected(self) -> None:
         """Ray is initialised: its loggers configured at `ray.init` and the output it forwards
