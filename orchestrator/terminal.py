@@ -203,11 +203,15 @@ class SweepOutput:
 
     def connected(self) -> None:
         """Ray is initialised: its loggers configured at `ray.init` and the output it forwards
-        from the cluster's processes go to the files too."""
+        from the cluster's processes go to the files too (with --verbose into a pipe: to
+        stdout, as Ray prints it less any ANSI code the processes themselves wrote)."""
+        from orchestrator.ray_compat import route_worker_output
+
         if self.logs is None or self._swap is None:
+            if self.logs is None and not is_terminal():
+                self._stack.callback(route_worker_output(lambda line: print(plain(line))))
             return
         self._swap.scan()
-        from orchestrator.ray_compat import route_worker_output
 
         workers = self.logs.workers.open("a", encoding="utf-8", buffering=1)
         self._stack.callback(workers.close)

@@ -77,7 +77,7 @@ def test_quiet_sends_the_libraries_logs_to_the_experiment(tmp_path, capfd) -> No
     assert logging.getLogger("ray").handlers and logging.getLogger("optuna").handlers
 
 
-def test_verbose_into_a_pipe_prints_ray_without_colours(tmp_path) -> None:
+def test_verbose_into_a_pipe_prints_ray_without_colours(tmp_path, capsys) -> None:
     # Ray's own handler, writing to a pipe-like stream (not a terminal) for this test.
     ray_handler = next(
         h for h in logging.getLogger("ray").handlers if type(h).__name__ != "LogCaptureHandler"
@@ -90,8 +90,15 @@ def test_verbose_into_a_pipe_prints_ray_without_colours(tmp_path) -> None:
             logging.getLogger("ray").warning(
                 "dashboard at \x1b[1m\x1b[32mhttp://127.0.0.1:8265\x1b[39m\x1b[22m"
             )
+            output.connected()  # the cluster's output: on stdout, as plain lines
+            from ray._private.ray_logging import global_worker_stdstream_dispatcher
+
+            global_worker_stdstream_dispatcher.emit(
+                {"lines": ["\x1b[1mbold\x1b[0m"], "pid": 9, "ip": "h", "localhost": "h"}
+            )
     finally:
         ray_handler.setStream(stream)
+    assert capsys.readouterr().out == "(pid=9) bold\n"
     assert "dashboard at http://127.0.0.1:8265" in pipe.getvalue()
     assert "\x1b" not in pipe.getvalue()
     assert os.environ.get("RAY_COLOR_PREFIX") != "0"
