@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from analysis.ablation import collect_seed_values
 from analysis.arm_values import SeedValues
@@ -253,8 +254,11 @@ class Pricing:
         }
 
 
-def pricing(store: Store, trials: Any, arms: Arms, budget_hours: float | None) -> Pricing | None:
-    """The pilot's per-trial costs per arm, None for a store whose trials report none."""
+def pricing(
+    store: Store, trials: pl.DataFrame, arms: Arms, budget_hours: float | None
+) -> Pricing | None:
+    """The pilot's per-trial costs per arm (`trials`: its `load_trials` frame), None for a store
+    whose trials report none."""
     costs = trial_costs(store)
     if costs is None:
         return None

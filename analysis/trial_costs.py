@@ -44,6 +44,12 @@ def trial_costs(store: Store) -> pl.DataFrame | None:
     return wide.filter(pl.col("wall_s").is_not_null()).sort("experiment", "trial_id")
 
 
+def _labelled(costs: pl.DataFrame, labels: Mapping[str, str]) -> pl.DataFrame:
+    """`costs` of the trials in `labels` (trial_id -> arm), with their `arm`."""
+    arms = pl.DataFrame({"trial_id": list(labels), "arm": list(labels.values())})
+    return costs.join(arms, on="trial_id")
+
+
 def cost_totals(costs: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
     """Sums of `costs` (all rows, or per value of column `by`): trials, core_h (worker
     CPU-hours), gpu_h, wall_h (trial-hours of wall time), startup_h, tokens, and per trial
@@ -91,10 +97,8 @@ def cost_lines(
     total = cost_totals(costs).row(0, named=True)
     lines = [f"cost: {total['trials']} trial(s), {_line(total)}"]
     if arms:
-        labelled = costs.join(
-            pl.DataFrame({"trial_id": list(arms), "arm": list(arms.values())}), on="trial_id"
-        )
-        per_arm = {r["arm"]: r for r in cost_totals(labelled, "arm").iter_rows(named=True)}
+        per_arm = cost_totals(_labelled(costs, arms), "arm")
+        per_arm = {r["arm"]: r for r in per_arm.iter_rows(named=True)}
         for arm in order or dict.fromkeys(arms.values()):
             if arm in per_arm:
                 row = per_arm[arm]
@@ -104,13 +108,14 @@ def cost_lines(
 
 def per_trial_cost(costs: pl.DataFrame, labels: Mapping[str, str]) -> dict[str, dict[str, float]]:
     """Arm label -> its trials' mean core_h, gpu_h and wall_h (`labels`: trial_id -> arm)."""
-    labelled = costs.join(
-        pl.DataFrame({"trial_id": list(labels), "arm": list(labels.values())}), on="trial_id"
-    )
-    means = labelled.group_by("arm").agg(
-        (pl.col("cpu_s").mean() / 3600).alias("core_h"),
-        (pl.col("gpu_s").mean() / 3600).alias("gpu_h"),
-        (pl.col("wall_s").mean() / 3600).alias("wall_h"),
+    means = (
+        _labelled(costs, labels)
+        .group_by("arm")
+        .agg(
+            (pl.col("cpu_s").mean() / 3600).alias("core_h"),
+            (pl.col("gpu_s").mean() / 3600).alias("gpu_h"),
+            (pl.col("wall_s").mean() / 3600).alias("wall_h"),
+        )
     )
     return {r["arm"]: r for r in means.iter_rows(named=True)}
 

@@ -149,16 +149,23 @@ class ParquetSink(Callback):
         self.flush()
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        error = getattr(trial, "error_file", None)
-        message = None
-        if error:
-            try:
-                with open(error) as fh:
-                    message = fh.read()[-2000:]
-            except OSError:
-                message = str(error)
+        path, text = error_text(trial)
+        message = None if path is None else (text[-2000:] if text is not None else path)
         self._trial_state(trial, "ERROR", end=now(), error=message)
         self.flush()
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self.flush()
+
+
+def error_text(trial: Any) -> tuple[str | None, str | None]:
+    """The file Tune wrote a failed `trial`'s error to and its text (the text None where the
+    file cannot be read; both None without a file)."""
+    path = getattr(trial, "error_file", None)
+    if not path:
+        return None, None
+    try:
+        with open(path) as fh:
+            return path, fh.read()
+    except OSError:
+        return path, None

@@ -20,6 +20,8 @@ from typing import Any
 
 from ray.tune import Callback
 
+from orchestrator.parquet_sink import error_text
+
 _FINISHED = ("TERMINATED", "ERROR")
 
 
@@ -174,15 +176,9 @@ class ProgressCallback(Callback):
 def failed_trial_line(trial: Any, logs: str | None) -> str:
     """`numsweep: trial 1a2b3c4d failed: NonFiniteLossError: … | error: …/error.txt | logs: …`:
     the error's last line, the file with its traceback and where the trial's output went."""
-    error_file = getattr(trial, "error_file", None)
-    message = "(no error file)"
-    if error_file:
-        try:
-            with open(error_file) as fh:
-                lines = [line.strip() for line in fh.read().splitlines() if line.strip()]
-            message = lines[-1][:300] if lines else message
-        except OSError as err:
-            message = f"(error file unreadable: {err})"
+    error_file, text = error_text(trial)
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    message = lines[-1][:300] if lines else "(no error text)"
     parts = [f"numsweep: trial {trial.trial_id} failed: {message}"]
     if error_file:
         parts.append(f"error: {error_file}")

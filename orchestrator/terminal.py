@@ -172,7 +172,6 @@ class SweepOutput:
     """The output of one `numsweep sweep` or `extend` (a context manager; see the module)."""
 
     def __init__(self, root: str, experiment: str, verbose: bool) -> None:
-        self.verbose = verbose
         self.logs = None if verbose else SweepLogs(log_directory(root, experiment))
         self._stack = contextlib.ExitStack()
         self._swap: _LoggerSwap | None = None

@@ -62,7 +62,8 @@ class CostMeter:
         self.gpus = 1.0 if device.type == "cuda" else 0.0
         """GPUs this rank holds (one per rank when it trains on one)."""
         self.before = Cost()
-        """What the trial's earlier launches cost (from a checkpoint of another launch)."""
+        """The wall and GPU seconds of the trial's earlier launches (its CPU and start-up
+        seconds are carried below)."""
         self.carried_cpu_s = self.carried_startup_s = 0.0
         """CPU and start-up seconds of the worker groups before this one (from the checkpoint)."""
         self.own_startup_s = ready_at - self.launched_at
@@ -102,5 +103,5 @@ class CostMeter:
         return {
             "launched_at": self.launched_at,
             "at": asdict(self.last),
-            "before": asdict(replace(self.before, cpu_s=0.0, startup_s=0.0)),
+            "before": asdict(self.before),
         }
