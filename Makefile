@@ -41,7 +41,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	# (one clean clone's `import mlflow` failed). Skinny's files, written last, as pip leaves them.
 	$(UV) $(UV_INSTALL) --python $(PY) --reinstall-package mlflow-skinny mlflow-skinny
 	# DeepSpeed would compile its CPU ops on a first trial (and again in every new venv): once, here.
-	$(PY) -m trainables.deepspeed_ops build
+	$(PY) -m trainables.worker.deepspeed_ops build
 	touch $@
 
 demo: venv

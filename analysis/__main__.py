@@ -19,8 +19,9 @@ from typing import Any, TypeVar
 
 from analysis.choices import AGGREGATES, ALTERNATIVES, CORRECTIONS, FAMILIES, LR_MODES
 from analysis.selection import VALUE_HELP
-from analysis.store import ResultsError, Store, open_store
 from analysis.table import FORMATS, Result, render, text_notes
+from records.errors import ResultsError
+from records.reader import Store, open_store
 
 T = TypeVar("T")
 R = TypeVar("R")

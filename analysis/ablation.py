@@ -25,7 +25,6 @@ from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
 from analysis.choices import CORRECTIONS, FAMILIES, Correction
 from analysis.command_settings import freeze_lists, started_result
 from analysis.headline import headline, panel_title, panels, short_names
-from analysis.metric_registry import direction, resolve
 from analysis.paired_options import PairedOptions
 from analysis.paired_stats import Tost, paired_ancova, tost_paired
 from analysis.seed_stats import (
@@ -43,15 +42,6 @@ from analysis.selection import (
     select_values,
     summary_direction,
 )
-from analysis.store import (
-    DEFAULT_STATUSES,
-    ResultsError,
-    Store,
-    load_trials,
-    metric_names,
-    read_latest,
-    trial_summary,
-)
 from analysis.table import (
     DASH,
     Record,
@@ -66,6 +56,16 @@ from analysis.table import (
     pivot_rows,
 )
 from analysis.trial_costs import cost_lines, trial_costs
+from records.errors import ResultsError
+from records.metric_names import direction, resolve
+from records.reader import (
+    DEFAULT_STATUSES,
+    Store,
+    load_trials,
+    metric_names,
+    read_latest,
+    trial_summary,
+)
 
 
 def _tost_fields(tost: Tost | None, opts: PairedOptions) -> dict[str, object]:
@@ -344,7 +344,7 @@ def _columns(chosen: list[str], values: Sequence[ValueSpec], notes: list[str]) -
         names = sorted({m for k, m in undirected if k == kind})
         notes.append(
             f"no '{kind}' for {', '.join(names)}: no direction is better "
-            "(see analysis/metric_registry.py)"
+            "(see records/metric_names.py)"
         )
     return columns
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis.store import ResultsError, config_columns
+from records.errors import ResultsError
+from records.reader import config_columns
 
 CONTROL = "control"
 """The trials-table column naming a grid control arm (null for regular arms)."""

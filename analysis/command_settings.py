@@ -8,8 +8,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis.store import Store, current_trials
 from analysis.table import Result
+from records.reader import Store, current_trials
 
 
 def freeze_lists(settings: Any, names: Iterable[str]) -> None:

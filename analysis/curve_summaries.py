@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.metric_registry import direction
+from records.metric_names import direction
 
 KEYS = ["experiment", "trial_id", "metric"]
 _OUT = {"value": pl.Float64(), "step": pl.Int64()}

@@ -12,7 +12,7 @@ import polars as pl
 from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms
 from analysis.seed_stats import t_quantile
-from analysis.store import Store, read_latest
+from records.reader import Store, read_latest
 
 
 @dataclass(frozen=True)

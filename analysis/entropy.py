@@ -14,13 +14,14 @@ from analysis.ablation import AblationSettings, ablation
 from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms, assign_arms
 from analysis.command_settings import freeze_lists
-from analysis.metric_registry import splits
 from analysis.seed_stats import MeanCI, check_level, mean_ci
 from analysis.selection import FINAL
-from analysis.store import (
+from analysis.table import Record, Result, Table, fmt_pm, pivot_rows
+from records.errors import ResultsError
+from records.metric_names import splits
+from records.reader import (
     CURVE_STATUSES,
     DEFAULT_STATUSES,
-    ResultsError,
     Store,
     current_trials,
     load_trials,
@@ -28,7 +29,6 @@ from analysis.store import (
     read_latest,
     trial_summary,
 )
-from analysis.table import Record, Result, Table, fmt_pm, pivot_rows
 
 LEAVES = ("digit_entropy", "digit_acc")
 

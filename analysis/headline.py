@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from analysis.metric_registry import HEADLINE_GEN_LEAVES, HEADLINE_LEAVES, benchmarks, splits
+from records.metric_names import HEADLINE_GEN_LEAVES, HEADLINE_LEAVES, benchmarks, splits
 
 SPLIT_BENCHMARKS: dict[str, tuple[str, ...]] = {
     "test": ("mathgen", "held_out"),

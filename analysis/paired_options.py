@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from analysis.choices import ALTERNATIVES
-from analysis.store import ResultsError
+from records.errors import ResultsError
 
 
 @dataclass(frozen=True)

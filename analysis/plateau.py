@@ -33,17 +33,11 @@ from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms, assign_arms
 from analysis.command_settings import freeze_lists, started_result
 from analysis.headline import headline
-from analysis.metric_registry import direction, resolve
 from analysis.seed_stats import check_level, mean_ci
-from analysis.store import (
-    DEFAULT_STATUSES,
-    ResultsError,
-    Store,
-    metric_names,
-    read_latest,
-    trial_summary,
-)
 from analysis.table import DASH, Column, Result, Table, fmt, fmt_ci, records_table
+from records.errors import ResultsError
+from records.metric_names import direction, resolve
+from records.reader import DEFAULT_STATUSES, Store, metric_names, read_latest, trial_summary
 
 if TYPE_CHECKING:
     from analysis.paired_options import PairedOptions
@@ -320,7 +314,7 @@ def flag_arms(
 def still_learning_warning(root: str, experiment: str, last: int = 3) -> list[str]:
     """The end-of-sweep warning lines for a grid: one per arm still learning in the primary
     metric, or nothing (also nothing when the check cannot be made)."""
-    from analysis.store import open_store
+    from records.reader import open_store
 
     try:
         store = open_store(root, [experiment])

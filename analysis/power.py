@@ -26,7 +26,6 @@ from analysis.arm_values import SeedValues
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
 from analysis.command_settings import freeze_lists, started_result
 from analysis.headline import headline
-from analysis.metric_registry import direction, resolve
 from analysis.power_stats import (
     check_probability,
     minimal_detectable_effect,
@@ -38,15 +37,6 @@ from analysis.power_stats import (
 )
 from analysis.seed_stats import EQUAL_RTOL, check_level
 from analysis.selection import FINAL, ValueSpec
-from analysis.store import (
-    DEFAULT_STATUSES,
-    ResultsError,
-    Store,
-    load_trials,
-    metric_names,
-    read_latest,
-    trial_summary,
-)
 from analysis.table import (
     DASH,
     Column,
@@ -58,6 +48,16 @@ from analysis.table import (
     records_table,
 )
 from analysis.trial_costs import concurrency, hours, per_trial_cost, trial_costs
+from records.errors import ResultsError
+from records.metric_names import direction, resolve
+from records.reader import (
+    DEFAULT_STATUSES,
+    Store,
+    load_trials,
+    metric_names,
+    read_latest,
+    trial_summary,
+)
 
 
 def check_inputs(delta: float, alpha: float, power: float, sesoi: float | None) -> None:

@@ -20,12 +20,10 @@ from analysis.ablation import AblationSettings, ablation
 from analysis.arms import Arms, assign_arms
 from analysis.curves import metric_curves
 from analysis.entropy import EntropySettings, entropy
-from analysis.metric_registry import DECOMPOSITION_LEAVES, splits
 from analysis.paired_options import PairedOptions
 from analysis.scaling import scaling
 from analysis.search import search
 from analysis.selection import FINAL, ValueSpec
-from analysis.store import CURVE_STATUSES, Store, current_trials, metric_names
 from analysis.table import (
     Result,
     Table,
@@ -35,6 +33,8 @@ from analysis.table import (
     table_latex,
     table_markdown,
 )
+from records.metric_names import DECOMPOSITION_LEAVES, splits
+from records.reader import CURVE_STATUSES, Store, current_trials, metric_names
 
 _STYLE = """
 body { font-family: sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; }

@@ -13,11 +13,12 @@ import polars as pl
 from scipy import stats
 
 from analysis.arms import format_value, plain_value
-from analysis.metric_registry import Direction, direction, splits
 from analysis.selection import FINAL, ValueSpec, select_values
-from analysis.store import (
+from analysis.table import DASH, Result, Table, fmt, fmt_p
+from records.errors import ResultsError
+from records.metric_names import Direction, direction, splits
+from records.reader import (
     DEFAULT_STATUSES,
-    ResultsError,
     Store,
     config_columns,
     current_trials,
@@ -25,7 +26,6 @@ from analysis.store import (
     read_latest,
     trial_summary,
 )
-from analysis.table import DASH, Result, Table, fmt, fmt_p
 
 MAX_BINS = 5
 """Numeric parameters with more distinct values than this are cut into this many quantile bins

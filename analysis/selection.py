@@ -17,7 +17,7 @@ from typing import Literal
 import polars as pl
 
 from analysis.curve_summaries import summarise
-from analysis.metric_registry import Direction, direction
+from records.metric_names import Direction, direction
 
 Kind = Literal["final", "best", "step", "last", "auc", "steps_to"]
 

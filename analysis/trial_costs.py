@@ -1,6 +1,6 @@
 """What a store's trials cost: each trial's totals and their sums per experiment and per arm.
 
-A trial reports its cost so far with every report (`trainables.trial_cost`: wall, worker
+A trial reports its cost so far with every report (`trainables.worker.trial_cost`: wall, worker
 CPU, GPU and start-up seconds; tokens trained are `train/tokens_seen`), so its last report holds
 its totals. Stores written before trials reported costs have none: every function here then
 says so (None, no lines) rather than guess from timestamps.
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from analysis import metric_registry as names
-from analysis.store import Store, read_latest
+from records import metric_names as names
+from records.reader import Store, read_latest
 
 COLUMNS = {
     names.WALL_S: "wall_s",

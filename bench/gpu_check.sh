@@ -207,7 +207,7 @@ report() {
     echo '```'
     for e in sweep-zero2 sweep-zero3; do
       [[ -f $OUT/$e.log ]] || continue
-      # The trial's own line (trainables.trial_setup.describe_engine) and NCCL's version line.
+      # The trial's own line (trainables.worker.trial_setup.describe_engine) and NCCL's version line.
       grep -m1 -h 'numsweep: torch.distributed backend' "$OUT/$e.log" | sed "s/^.*numsweep:/$e:/"
       grep -m1 -h 'NCCL version' "$OUT/$e.log" | sed "s/^.*NCCL/$e: NCCL/" | cut -c1-200
     done

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from analysis.metric_registry import BF16, PEAK_MEM_MB, STEP_TIME_S, TOKENS_PER_S
-from analysis.results import ResultsStore, trial_states
+from records.metric_names import BF16, PEAK_MEM_MB, STEP_TIME_S, TOKENS_PER_S
+from records.reader import trial_states
+from records.writer import ResultsStore
 
 COLUMNS = {TOKENS_PER_S: "tokens/s", STEP_TIME_S: "step s", PEAK_MEM_MB: "peak MiB", BF16: "bf16"}
 

@@ -9,7 +9,7 @@ lent GPU machine whose image lacks them (bench/README.md says how it was carried
 1. Step time per preset (the demo's 512-token vocabulary, `--batch` rows x tokens of random
    ids, a third of each row a prompt without labels): forward, `del` loss, backward, gradient
    clipping, AdamW (fused on CUDA), eager against compiled the way `train.compile: on` compiles
-   (`trainables.compile_step`: the model through `nn.Module.compile`, the loss through
+   (`trainables.worker.compile_step`: the model through `nn.Module.compile`, the loss through
    `torch.compile`, static shapes, inductor caches under a scratch folder). bf16 is autocast
    over the forward, as `bench.plain_loop` runs on a GPU; the loss computes in fp32.
 2. The loss alone at V = 32,000 (`bench.losses`' inputs: 8 x 512 tokens, 20% digit labels):
@@ -100,7 +100,7 @@ class StepRunner:
         self.model.to(device).train()
         loss_fn = build_loss(loss, NumberVocab(digit_ids=DIGIT_IDS, dot_id=DOT_ID))
         self.loss_fn = loss_fn
-        if compiled:  # as trainables.compile_step.compile_engine does through DeepSpeed
+        if compiled:  # as trainables.worker.compile_step.compile_engine does through DeepSpeed
             self.model.compile(dynamic=False)
             self.loss_fn = torch.compile(loss_fn, dynamic=False)
         kwargs = {"fused": True} if device.type == "cuda" else {}

@@ -1,11 +1,11 @@
 """The plain single-process PyTorch loop that a numsweep trial is measured and tested against.
 
-The same trial as `trainables.worker` trains (the same `TrialConfig`: model and its seed, data,
+The same trial as `trainables.worker.loop` trains (the same `TrialConfig`: model and its seed, data,
 data order, loss with its global-batch normaliser, AdamW with DeepSpeed's hyper-parameters, the
 warm-up + cosine schedule, gradient clipping, gradient accumulation), written the way one would
 write it without Ray or DeepSpeed: one process, `torch.optim.AdamW`,
 `torch.nn.utils.clip_grad_norm_`, no evaluation. `bench.trial` times it next to a numsweep
-trial; `tests/trainables/test_training.py` checks that numsweep's steps equal these.
+trial; `tests/trainables/worker/test_training.py` checks that numsweep's steps equal these.
 
     python -m bench.plain_loop CONFIG.json OUT.json [--device cpu|cuda] [--threads N]
                                [--until-file PATH]
@@ -32,11 +32,15 @@ import torch
 
 from trainables.config import TrialConfig
 from trainables.data.batching import collate
-from trainables.data_order import micro_batch_indices
-from trainables.deepspeed_config import deepspeed_config, use_bf16
 from trainables.losses import LOSSES, build_loss, target_counts
-from trainables.schedule import lr_factor
-from trainables.trial_inputs import check_tokenizer_for_loss, load_model_and_tokenizer, load_splits
+from trainables.worker.data_order import micro_batch_indices
+from trainables.worker.deepspeed_config import deepspeed_config, use_bf16
+from trainables.worker.schedule import lr_factor
+from trainables.worker.trial_inputs import (
+    check_tokenizer_for_loss,
+    load_model_and_tokenizer,
+    load_splits,
+)
 
 IMPORTED_AT = time.time()
 

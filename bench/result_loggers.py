@@ -26,7 +26,7 @@ import ray
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback, TBXLoggerCallback
 
-from analysis.results import ResultsStore
+from records.writer import ResultsStore
 
 TIMES: dict[str, list[tuple[float, float]]] = {}
 

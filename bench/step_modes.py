@@ -7,10 +7,10 @@ bf16, eager and compiled, side by side as ratios.
 Each (model, mode) runs in a fresh process (`--one`), as a trial's worker would: the model
 (a preset with the demo's 512-token vocabulary, or `smollm2-shape`: SmolLM2-135M's dimensions
 and 49,152-token vocabulary, randomly initialised, so no download), the trial's DeepSpeed config
-(`trainables.deepspeed_config`, bf16 mode or fp32), and `--steps` steps of forward, `mle` loss,
-backward and AdamW on fixed-size batches of random token ids (presets 16 x 48 tokens, like the
+(`trainables.worker.deepspeed_config`, bf16 mode or fp32), and `--steps` steps of forward, `mle`
+loss, backward and AdamW on fixed-size batches of random token ids (presets 16 x 48 tokens, like the
 demo's batches padded to 48; smollm2-shape 8 x 128). Compiled modes (`+c`) go through
-`trainables.compile_step` (engine.compile, compiled loss, inductor cache under a scratch
+`trainables.worker.compile_step` (engine.compile, compiled loss, inductor cache under a scratch
 cache_dir shared by the run, so only a model's first compiled process compiles). Rounds take
 the modes in turn (A B C A B C ...), so a drift in the machine's load falls on all of them; the
 step time of a process is the median of its steps after the first quarter, and a mode's is the
@@ -78,12 +78,12 @@ def one(model_name: str, mode: str, steps: int, cache_dir: str) -> dict[str, Any
     import deepspeed
     import torch
 
-    from trainables.compile_step import compile_engine
     from trainables.config import TrainConfig
-    from trainables.deepspeed_config import deepspeed_config
-    from trainables.deepspeed_ops import announce_jit_builds, trial_ops
     from trainables.losses import build_loss
     from trainables.models.presets import count_parameters
+    from trainables.worker.compile_step import compile_engine
+    from trainables.worker.deepspeed_config import deepspeed_config
+    from trainables.worker.deepspeed_ops import announce_jit_builds, trial_ops
 
     precision, compiled = mode.split("+")[0], mode.endswith("+c")
     announce_jit_builds(trial_ops(cuda=False, offload_optimizer=False))  # the trials' op cache

@@ -16,8 +16,9 @@ split into the same parts:
 - `step`: the optimizer (plain: `clip_grad_norm_` + `torch.optim.AdamW`; numsweep:
   `engine.step()` of the trial's DeepSpeed config at ZeRO stage 2, the default, or 0;
   `zero0` as the worker runs it (no all-reduce over one rank,
-  `trainables.trial_setup.skip_one_rank_all_reduce`; torch's `clip_grad_norm_` before the step,
-  `trainables.deepspeed_config.worker_clipping`), `zero0-stock` DeepSpeed's engine alone);
+  `trainables.worker.trial_setup.skip_one_rank_all_reduce`; torch's `clip_grad_norm_` before the
+  step, `trainables.worker.deepspeed_config.worker_clipping`), `zero0-stock` DeepSpeed's engine
+  alone);
 - `totals`: the (loss, parts) contributions summed over ranks as the worker does;
 - `norm`: reading the gradient norm.
 
@@ -85,7 +86,7 @@ def _step(
 
     from trainables.losses import target_counts
     from trainables.metrics.distributed import sum_across_ranks
-    from trainables.worker import clip_gradients
+    from trainables.worker.loop import clip_gradients
 
     marks = [time.perf_counter()]
     labels = ids.clone()
@@ -137,8 +138,8 @@ def _engine(model: Any, mode: str) -> tuple[Any, Any, float | None]:
     import deepspeed
 
     from trainables.config import TrainConfig
-    from trainables.deepspeed_config import deepspeed_config, worker_clipping
-    from trainables.deepspeed_ops import announce_jit_builds, trial_ops
+    from trainables.worker.deepspeed_config import deepspeed_config, worker_clipping
+    from trainables.worker.deepspeed_ops import announce_jit_builds, trial_ops
 
     announce_jit_builds(trial_ops(cuda=False, offload_optimizer=False))
     deepspeed.init_distributed(dist_backend="gloo")
@@ -151,7 +152,7 @@ def _engine(model: Any, mode: str) -> tuple[Any, Any, float | None]:
         model=model, model_parameters=list(model.parameters()), config=config
     )
     if mode != "zero0-stock":
-        from trainables.trial_setup import skip_one_rank_all_reduce
+        from trainables.worker.trial_setup import skip_one_rank_all_reduce
 
         skip_one_rank_all_reduce(engine, clip)
     return engine, None, clip

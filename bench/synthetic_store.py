@@ -1,4 +1,4 @@
-"""Synthetic results stores, written through the sweep's own writer: `analysis.results.ResultsStore`
+"""Synthetic results stores, written through the sweep's own writer: `records.writer.ResultsStore`
 for the Parquet parts and `trial_row` (from a real `TrialConfig`) for the trials table, so what
 analysis reads here is what a sweep writes. Used by `python -m bench.analysis` (the analysis
 speed benchmark), by the analysis tests, and to try the analysis without training
@@ -27,7 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.results import METRICS_SCHEMA, ResultsStore, trial_row, trials_schema
+from records.layout import METRICS_SCHEMA, trial_row, trials_schema
+from records.writer import ResultsStore
 from trainables.config import TrialConfig
 from trainables.losses import param_columns
 

@@ -57,7 +57,7 @@ from typing import Any
 import polars as pl
 import yaml
 
-from analysis.metric_registry import STARTUP_PHASES
+from records.metric_names import STARTUP_PHASES
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "orchestrator" / "configs" / "demo.yaml"

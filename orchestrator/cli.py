@@ -103,7 +103,7 @@ def _results_root(value: str) -> str:
 
 def stored_sweep(root: str, experiment: str) -> SweepConfig | None:
     """The sweep config an experiment was started with (from its manifest), if it exists."""
-    from analysis.results import ResultsStore
+    from records.writer import ResultsStore
 
     manifest = ResultsStore(root, experiment).read_manifest()
     return None if manifest is None else SweepConfig.model_validate(manifest["config"])
@@ -274,7 +274,7 @@ def _dry_run_capacity(address: str | None) -> dict[str, float]:
 def summary_metrics(sweep: SweepConfig, available: list[str], digits: bool = True) -> list[str]:
     """The held-out metrics the end-of-sweep table shows: of what the metric registry says this
     sweep reports, the test split's headline metrics and gen/macc, where they were written."""
-    from analysis.metric_registry import HELD_OUT_LEAVES, MACC
+    from records.metric_names import HELD_OUT_LEAVES, MACC
 
     reported = set(sweep.reported_metrics(digits)) & set(available)
     wanted = [f"eval/test/{leaf}" for leaf in HELD_OUT_LEAVES] + [MACC]
@@ -283,7 +283,8 @@ def summary_metrics(sweep: SweepConfig, available: list[str], digits: bool = Tru
 
 def _finish(root: str, sweep: SweepConfig, n_trials: int, n_errors: int, digits: bool) -> int:
     from analysis.__main__ import main as analysis_main
-    from analysis.store import ResultsError, metric_names, open_store
+    from records.errors import ResultsError
+    from records.reader import metric_names, open_store
 
     experiment = sweep.experiment
     print()
@@ -321,8 +322,8 @@ def cmd_extend(args: argparse.Namespace) -> int:
     if args.trials < 1:
         raise UsageError(f"--trials must be >= 1, got {args.trials}")
     _check_tracking(sweep)
-    from analysis.results import ExperimentPaths
     from orchestrator.driver import tune_runs
+    from records.layout import ExperimentPaths
 
     index = _next_extension(ExperimentPaths(root, sweep.experiment), sweep)
     runs = tune_runs(sweep, extend_index=index, trials=args.trials)
@@ -356,7 +357,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from analysis.results import TABLES, ResultsStore
+    from records.layout import TABLES
+    from records.writer import ResultsStore
 
     root = _results_root(args.results)
     store = ResultsStore(root, args.experiment)

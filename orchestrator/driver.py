@@ -26,7 +26,6 @@ from ray import tune
 from ray.tune.integration.ray_train import TuneReportCallback
 from ray.tune.logger import JsonLoggerCallback
 
-from analysis.results import SCHEMA_VERSION, ExperimentPaths, ResultsStore
 from orchestrator.parquet_sink import ParquetSink
 from orchestrator.placement_reaper import PlacementGroupReaper
 from orchestrator.progress import ProgressCallback
@@ -44,9 +43,11 @@ from orchestrator.train_bounds import failure_config, placement_timeout, set_tra
 from orchestrator.trial_placement import trial_resources
 from orchestrator.trial_trainer import TrialTrainer
 from orchestrator.tune_handover import wait_for_tune
+from records.layout import SCHEMA_VERSION, ExperimentPaths
+from records.writer import ResultsStore
 from trainables.data.text_files import corpus_manifest
-from trainables.entry import train_loop_per_worker
-from trainables.report_protocol import STOPPED_KEY
+from trainables.worker.entry import train_loop_per_worker
+from trainables.worker.report_protocol import STOPPED_KEY
 
 
 class NonFiniteLossError(RuntimeError):

@@ -1,9 +1,9 @@
 """Which metrics a sweep reports, and the metric names a sweep file gives (search objectives,
 early stopping) checked against them before anything starts.
 
-The names come from the metric registry (`analysis.metric_registry`); what this sweep's
-evaluation produces comes from its base trial (`trainables.trial_inputs.evaluation_names`) and
-the parts its losses return. A name no trial can report is an error: a typo (with the closest
+The names come from the metric registry (`records.metric_names`); what this sweep's
+evaluation produces comes from its base trial (`trainables.worker.trial_inputs.evaluation_names`)
+and the parts its losses return. A name no trial can report is an error: a typo (with the closest
 names), or a metric this configuration never produces (with the reason), since Optuna and ASHA
 would otherwise wait for a value that never comes.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from analysis import metric_registry as registry
+from records import metric_names as registry
 from trainables.config import TrialConfig, evaluation_names, held_out_benchmark
 from trainables.losses import LOSSES
 

@@ -1,6 +1,6 @@
 """Streams every trial's reported metrics to Parquet while the sweep runs (a Ray Tune callback).
 
-The store itself (layout, schemas, row keys, trial states, the writer) is `analysis.results`;
+The store itself (layout, schemas, row keys, trial states, the writer) is `records.layout`;
 this callback turns Tune's events into its rows. Rows are buffered and flushed by count, by age,
 at each checkpointed step, at each trial's end and at the end of the sweep, so thousands of
 trials do not make millions of tiny files.
@@ -15,15 +15,10 @@ from typing import Any
 import polars as pl
 from ray.tune import Callback
 
-from analysis.metric_registry import FAMILIES
-from analysis.results import (
-    METRICS_SCHEMA,
-    ResultsStore,
-    now,
-    trial_row,
-    trial_states,
-    trials_schema,
-)
+from records.layout import METRICS_SCHEMA, now, trial_row, trials_schema
+from records.metric_names import FAMILIES
+from records.reader import trial_states
+from records.writer import ResultsStore
 from trainables.losses import param_columns
 
 METRIC_PREFIXES = tuple(sorted({f.pattern.split("/", 1)[0] + "/" for f in FAMILIES}))

@@ -18,7 +18,7 @@ from typing import Any
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.optuna import OptunaSearch
 
-from trainables.report_protocol import REPLAYED_KEY
+from trainables.worker.report_protocol import REPLAYED_KEY
 
 
 class ReportedOnlyOptunaSearch(OptunaSearch):

@@ -12,7 +12,7 @@ from orchestrator.sweep_file import SweepConfig
 from trainables.data import mathgen
 from trainables.data.benchmarks import load_benchmark
 from trainables.data.text_files import read_documents, split_documents
-from trainables.trial_inputs import check_tokenizer_for_loss, load_tokenizer_and_config
+from trainables.worker.trial_inputs import check_tokenizer_for_loss, load_tokenizer_and_config
 
 
 def preflight(sweep: SweepConfig) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """`numsweep status E`: an experiment's trials, their states and best values, and its files.
 
-Read through the store reader the analysis uses (`analysis.store`: local paths and URIs), so
+Read through the store reader the analysis uses (`records.reader`: local paths and URIs), so
 the two agree by construction: trial states by `load_trials` (the store's trial-state rule), one
 value per (trial, step, metric) by `read_latest`, a trial's objective value by
 `analysis.selection` (its final value), what the trials cost by `analysis.trial_costs`.
@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.results import STARTS, TABLES, ExperimentPaths
 from analysis.selection import FINAL, select_values
-from analysis.store import ResultsError, Store, load_trials, open_store, read_latest, scan_metrics
 from analysis.trial_costs import cost_lines, trial_costs
 from orchestrator.driver import study_storage, tune_runs
 from orchestrator.sweep_file import SweepConfig
+from records.errors import ResultsError
+from records.layout import STARTS, TABLES, ExperimentPaths
+from records.reader import Store, load_trials, open_store, read_latest, scan_metrics
 from trainables.losses import param_columns
 
 

@@ -18,11 +18,12 @@ from typing import Any
 import polars as pl
 from ray import tune
 
-from analysis.results import STATE_COLUMNS, ExperimentPaths, trial_row
-from analysis.store import ResultsError, load_trials, open_store
 from orchestrator.driver import TuneRun, tune_runs
 from orchestrator.search_space import grid_arms, trial_config
 from orchestrator.sweep_file import SweepConfig
+from records.errors import ResultsError
+from records.layout import STATE_COLUMNS, ExperimentPaths, trial_row
+from records.reader import load_trials, open_store
 
 # Columns of a trials row that identify a trial's configuration but are not part of it.
 _NOT_IDENTITY = STATE_COLUMNS | {"group"}

@@ -95,7 +95,7 @@ class Range(_Strict):
 
 class Objective(_Strict):
     metric: str = "eval/test/digit_acc"
-    """A metric this sweep reports (`analysis.metric_registry`; checked before anything runs)."""
+    """A metric this sweep reports (`records.metric_names`; checked before anything runs)."""
     mode: Literal["max", "min"] = "max"
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from analysis.results import ExperimentPaths
+from records.layout import ExperimentPaths
 
 LIBRARY_LOGGERS = ("ray", "optuna", "transformers", "py.warnings")
 """The driver's library loggers (and their children) that quiet mode sends to driver.log."""

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from orchestrator.sweep_file import TrackingConfig
-from trainables.absent_imports import import_with_absent
+from trainables.worker.absent_imports import import_with_absent
 
 EXTRA = "numsweep[tracking]"
 """The optional-dependency group that holds every tracking package."""

@@ -2,8 +2,8 @@
 
 Ray 2.60's Train V2 starts a `DatasetManager` actor for every run, with or without datasets
 (`DatasetsCallback`, one of the trainer's default callbacks), to hand Ray Datasets' shards to the
-workers. numsweep's workers build their own data (`trainables.trial_inputs`) and pass Ray Train
-no dataset, so that actor is one more Python process per trial and per worker-group restart:
+workers. numsweep's workers build their own data (`trainables.worker.trial_inputs`) and pass Ray
+Train no dataset, so that actor is one more Python process per trial and per worker-group restart:
 about 3 s of CPU (importing Ray Data) while the trial's worker is starting, on the project
 machine's 2 cores (bench/README.md, "Start-up"). A trainer given datasets keeps the callback.
 """

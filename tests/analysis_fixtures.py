@@ -8,8 +8,8 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.results import trial_row
 from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
+from records.layout import trial_row
 
 T0 = dt.datetime(2025, 3, 1, tzinfo=dt.UTC)
 

@@ -132,21 +132,21 @@ class TrainConfig(_Strict):
     """Weights and activations in bf16 (DeepSpeed's bf16 mode: fp32 optimizer state; the loss
     and the CE decomposition still in fp32) or fp32. `auto`: bf16 on a CUDA device with native
     bf16, and on a CPU with AMX or AVX-512 bf16 for a preset of at least
-    `trainables.precision.CPU_BF16_MIN_PARAMS` parameters; fp32 otherwise, and for pretrained
-    models on a CPU (why, with the measurements: `trainables.precision`). Reported as
+    `trainables.worker.precision.CPU_BF16_MIN_PARAMS` parameters; fp32 otherwise, and for pretrained
+    models on a CPU (why, with the measurements: `trainables.worker.precision`). Reported as
     `perf/bf16` (1 or 0)."""
     compile: Literal["off", "on", "auto"] = "off"
     """`torch.compile` the model's training forward (through DeepSpeed's `engine.compile`) and
     the loss, with inductor's FX-graph and kernel caches under `cache_dir` (shared by every trial
-    on the machine) and batches padded to multiples of `trainables.compile_step.PAD_MULTIPLE`
+    on the machine) and batches padded to multiples of `trainables.worker.compile_step.PAD_MULTIPLE`
     tokens so a trial compiles a few shapes once. Evaluation stays eager. `auto` (for GPU
     sweeps): on for a preset model on a CUDA device from
-    `trainables.compile_step.AUTO_COMPILE_MIN_STEPS` steps (1.9-2.3x faster steps on an H200),
-    off on a CPU and for pretrained models (why, with the measurements:
-    `trainables.compile_step.compile_wanted`). The default stays `off`: an experiment's manifest
-    records the setting it ran with, and a changed default would make `numsweep sweep` refuse to
-    resume every earlier experiment as "changed". The first compile's seconds are reported as
-    `perf/startup/compile_s`; `perf/compiled` says whether it ran."""
+    `trainables.worker.compile_step.AUTO_COMPILE_MIN_STEPS` steps (1.9-2.3x faster steps on an
+    H200), off on a CPU and for pretrained models (why, with the measurements:
+    `trainables.worker.compile_step.compile_wanted`). The default stays `off`: an experiment's
+    manifest records the setting it ran with, and a changed default would make `numsweep sweep`
+    refuse to resume every earlier experiment as "changed". The first compile's seconds are
+    reported as `perf/startup/compile_s`; `perf/compiled` says whether it ran."""
     deepspeed_config: dict[str, Any] | None = None
     """A user's DeepSpeed config, merged over the generated one (batch sizes stay ours)."""
     checkpoint_every: int = Field(0, ge=0)
@@ -211,7 +211,7 @@ class SeedsConfig(_Strict):
     data: int | None = None
     """Generated problems (train, held-out and extrapolation sets) and data splits."""
     order: int | None = None
-    """The order in which training examples are drawn (`trainables.data_order`)."""
+    """The order in which training examples are drawn (`trainables.worker.data_order`)."""
 
 
 SEED_SOURCES = ("init", "data", "order")

@@ -12,7 +12,6 @@ import polars as pl
 
 from analysis.arms import format_value, plain_value
 from analysis.command_settings import started_result
-from analysis.metric_registry import DECOMPOSITION_LEAVES, direction, resolve, splits
 from analysis.scaling import tables
 from analysis.scaling.bootstrap import r2_difference
 from analysis.scaling.cells import Cells
@@ -40,8 +39,10 @@ from analysis.scaling.robust import Units, huber_record, prediction_records
 from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.share import share_figure, share_records, trend_record
 from analysis.seed_stats import t_quantile
-from analysis.store import ResultsError, Store, metric_names, trial_summary
 from analysis.table import Result, Table
+from records.errors import ResultsError
+from records.metric_names import DECOMPOSITION_LEAVES, direction, resolve, splits
+from records.reader import Store, metric_names, trial_summary
 
 CE, EE = "ce", "error_entropy"
 STORE_FIT_BOOTSTRAP = 100

@@ -14,8 +14,8 @@ from typing import Any
 from analysis.scaling.command import fit_all, method_lines
 from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.table_points import TableColumns, table_values
-from analysis.store import ResultsError
 from analysis.table import Result
+from records.errors import ResultsError
 
 TABLE_FIT_BOOTSTRAP = 1000
 """--fit-bootstrap's default for a table: 1,000 resamples of 240 points take ~15 s here."""

@@ -10,10 +10,10 @@ from typing import Any
 import polars as pl
 
 from analysis.arms import plain_value
-from analysis.metric_registry import direction
 from analysis.scaling.rules import lr_position
 from analysis.selection import ValueSpec, select_values
-from analysis.store import ResultsError
+from records.errors import ResultsError
+from records.metric_names import direction
 
 
 def best_lr(

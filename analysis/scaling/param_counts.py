@@ -25,7 +25,7 @@ from analysis.scaling.robust import Units, huber_record
 from analysis.scaling.rules import count_matters
 from analysis.scaling.settings import ScalingSettings
 from analysis.selection import ValueSpec, select_values
-from analysis.store import Store, read_latest
+from records.reader import Store, read_latest
 
 COUNT_KEYS = (
     *("a_non_embedding", "a_non_embedding_ci_low", "a_non_embedding_ci_high"),

@@ -21,7 +21,8 @@ from analysis.arms import format_value
 from analysis.scaling.lr import best_lr
 from analysis.scaling.powerlaw import distinct_count
 from analysis.selection import ValueSpec, select_values
-from analysis.store import ResultsError, Store, config_columns, read_latest, scan_metrics
+from records.errors import ResultsError
+from records.reader import Store, config_columns, read_latest, scan_metrics
 
 PARAM_METRICS = {"non_embedding": "model/params_non_embedding", "total": "model/params_total"}
 """--params choice -> the metric holding N (reported once per trial, at step 0)."""

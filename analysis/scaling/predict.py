@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 
 from analysis.arms import plain_value
-from analysis.metric_registry import splits
 from analysis.scaling import tables
 from analysis.scaling.cells import Cells
 from analysis.scaling.holdout import bootstrap_n, holdout_cells, prediction
@@ -24,8 +23,10 @@ from analysis.scaling.powerlaw import NotEnoughData, distinct_count
 from analysis.scaling.table_points import TABLE_SUFFIXES, TableColumns, table_values
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL
-from analysis.store import DEFAULT_STATUSES, ResultsError, current_trials, metric_names, open_store
 from analysis.table import Result
+from records.errors import ResultsError
+from records.metric_names import splits
+from records.reader import DEFAULT_STATUSES, current_trials, metric_names, open_store
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from analysis.command_settings import freeze_lists
 from analysis.scaling.points import PARAM_METRICS
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL, ValueSpec
-from analysis.store import DEFAULT_STATUSES, ResultsError
+from records.errors import ResultsError
+from records.reader import DEFAULT_STATUSES
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import polars as pl
 
 from analysis.scaling.points import TrialValues
 from analysis.scaling.powerlaw import MIN_SIZES, distinct_count
-from analysis.store import ResultsError
+from records.errors import ResultsError
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 JOINT_MIN_D = 3

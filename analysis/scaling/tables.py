@@ -8,7 +8,6 @@ from functools import partial
 from typing import Any
 
 from analysis.arms import format_value
-from analysis.metric_registry import direction
 from analysis.scaling.rules import follows_power_law
 from analysis.table import (
     DASH,
@@ -22,6 +21,7 @@ from analysis.table import (
     fmt_pm,
     records_table,
 )
+from records.metric_names import direction
 
 # Where a group holds anything fixed, the `at` column says what; one line per group needs none.
 table = partial(records_table, optional=("at",))

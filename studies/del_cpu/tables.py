@@ -21,7 +21,7 @@ import numpy as np
 from analysis.__main__ import run as analysis_run
 from analysis.__main__ import save
 from analysis.search import search
-from analysis.store import open_store
+from records.reader import open_store
 
 H6_METRICS = ["eval/test/digit_acc", "gen/mathgen/exact_match"]
 ALPHA = 0.05

@@ -21,7 +21,7 @@ from typing import Any
 from analysis.__main__ import run as analysis_run
 from analysis.__main__ import save
 from analysis.family_rules import Component, FamilyVerdict, all_of, any_of
-from analysis.store import load_trials, open_store
+from records.reader import load_trials, open_store
 
 TRIALS = 24
 """The registered main run: 4 arms x 6 seeds. No test is read before all of them finished."""

@@ -35,7 +35,7 @@ from trainables.data import text_files
 from trainables.metrics import CEDecomposition
 from trainables.metrics.decomposition import ranked_tokens
 from trainables.models.presets import build_model
-from trainables.trial_inputs import load_smollm2, load_tokenizer
+from trainables.worker.trial_inputs import load_smollm2, load_tokenizer
 
 STUDY = Path(__file__).resolve().parent
 DRAWS = 20

@@ -21,8 +21,8 @@ import polars as pl
 
 from analysis.__main__ import run as analysis_run
 from analysis.__main__ import save
-from analysis.store import current_trials, open_store, read_latest
 from analysis.table import Result, Table, render
+from records.reader import current_trials, open_store, read_latest
 
 EXPERIMENT = "scaling-cpu"
 DECOMPOSITION = ("ce", "error_entropy", "self_alignment", "log_confidence")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.results import trial_row
 from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
+from records.layout import trial_row
 from tests.analysis_fixtures import at
 
 ACC, CE, ENT = "eval/test/digit_acc", "eval/test/ce", "eval/test/digit_entropy"

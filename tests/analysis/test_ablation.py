@@ -16,10 +16,8 @@ from scipy import stats
 
 from analysis.ablation import AblationSettings, ablation
 from analysis.entropy import entropy
-from analysis.results import trial_row
 from analysis.scaling import scaling
 from analysis.selection import BEST, FINAL, ValueSpec
-from analysis.store import ResultsError, load_trials, open_store
 from analysis.table import render, table_markdown
 from bench.synthetic_store import (
     generate_store,
@@ -27,6 +25,9 @@ from bench.synthetic_store import (
     write_metric_rows,
     write_trial_states,
 )
+from records.errors import ResultsError
+from records.layout import trial_row
+from records.reader import load_trials, open_store
 from tests.analysis.table_cells import T1, md_rows, pm2
 from tests.analysis_fixtures import at, holm_by_definition
 

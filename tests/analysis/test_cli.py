@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from analysis.__main__ import main
-from analysis.store import ResultsError
+from records.errors import ResultsError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import pytest
 from analysis.__main__ import main
 from analysis.ablation import AblationSettings, ablation
 from analysis.selection import ValueSpec, parse_value, parse_values, select_values
-from analysis.store import open_store, read_latest
+from records.reader import open_store, read_latest
 from tests.analysis.curve_fixtures import ACC, CE, ENT, write_curve_store
 
 

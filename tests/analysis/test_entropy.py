@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.entropy import entropy
-from analysis.store import open_store
 from analysis.table import table_markdown
+from records.reader import open_store
 from tests.analysis.table_cells import md_rows, pm2
 
 

@@ -16,8 +16,8 @@ from scipy import optimize, stats
 
 from analysis.ablation import AblationSettings, ablation
 from analysis.scaling import scaling
-from analysis.store import open_store
 from bench.synthetic_store import generate_store
+from records.reader import open_store
 from tests.analysis_fixtures import holm_by_definition
 
 SIZES = {"tiny": 50_928, "xs": 406_368, "s": 2_361_792, "m": 9_098_560, "l": 29_010_432}

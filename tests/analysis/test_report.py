@@ -13,8 +13,8 @@ import pytest
 
 from analysis.__main__ import main
 from analysis.report import write_report
-from analysis.store import open_store
 from bench.synthetic_store import generate_store
+from records.reader import open_store
 from tests.analysis_fixtures import write_golden_store
 from tests.chromium import CHROMIUM_FLAGS, ensure_chromium
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from analysis.search import search
-from analysis.store import ResultsError, open_store
 from bench.synthetic_store import (
     generate_store,
 )
+from records.errors import ResultsError
+from records.reader import open_store
 
 
 def test_golden_search_best_and_pareto(golden: Path) -> None:

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from analysis.metric_registry import direction
 from analysis.scaling.bootstrap import r2_difference
 from analysis.scaling.checks import aicc, extrapolation_error, loo_error, nested_f_test
 from analysis.scaling.powerlaw import NotEnoughData, fit_power_law
 from analysis.scaling.saturating import NoSaturation, fit_saturating
 from analysis.search import eta_squared, pareto_mask, rank_test
 from analysis.seed_stats import adjust_p, mean_ci, paired_t_test
+from records.metric_names import direction
 
 
 def test_bad_arguments_are_rejected() -> None:

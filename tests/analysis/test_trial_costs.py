@@ -19,10 +19,10 @@ import polars as pl
 import pytest
 
 from analysis.__main__ import main
-from analysis.results import trial_row
-from analysis.store import open_store
 from analysis.trial_costs import cost_lines, cost_totals, trial_costs
 from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
+from records.layout import trial_row
+from records.reader import open_store
 from tests.analysis.curve_fixtures import ACC, write_curve_store
 from tests.analysis_fixtures import at
 

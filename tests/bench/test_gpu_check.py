@@ -22,7 +22,7 @@ from bench import gpu_kit, gpu_resolve
 from orchestrator.driver import concurrency
 from orchestrator.sweep_file import load_sweep
 from trainables.config import TrainConfig
-from trainables.deepspeed_config import deepspeed_config, use_bf16
+from trainables.worker.deepspeed_config import deepspeed_config, use_bf16
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_DIR = ROOT / "bench" / "gpu"

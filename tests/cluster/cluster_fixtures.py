@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 import yaml
 
-from trainables.report_protocol import REPLAYED_KEY
+from trainables.worker.report_protocol import REPLAYED_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "cluster"

@@ -20,7 +20,7 @@ from packaging.requirements import Requirement
 from orchestrator.sweep_file import load_sweep
 from tests.cluster.cluster_fixtures import CLUSTER, ROOT
 from trainables.config import TrainConfig
-from trainables.deepspeed_config import deepspeed_config
+from trainables.worker.deepspeed_config import deepspeed_config
 
 IMAGE_HOME = "/home/ray/numsweep"  # the project's place in cluster/Dockerfile's image
 SHARED = "/mnt/shared"
@@ -62,7 +62,7 @@ def test_runtime_env_ships_code_not_history_environments_or_results(tmp_path):
         shipped = {info.filename: info.file_size for info in archive.infolist()}
     for needed in (
         "orchestrator/cli.py",
-        "trainables/worker.py",
+        "trainables/worker/loop.py",
         "analysis/__main__.py",
         "orchestrator/configs/demo.yaml",
         "cluster/del_7b.yaml",

@@ -14,11 +14,11 @@ import yaml
 from pydantic import Field
 from ray.tune.experiment import Trial
 
-from analysis.results import ResultsStore
 from orchestrator.parquet_sink import ParquetSink
 from orchestrator.search_space import define_by_run, trial_config
 from orchestrator.status import experiment_status
 from orchestrator.sweep_file import SweepConfig, SweepFileError, load_sweep
+from records.writer import ResultsStore
 from trainables.losses import LOSSES, LossParams, ParamError, build_loss, loss_params
 from trainables.losses.contract import Batch, LossOutput, TokenLoss
 from trainables.losses.cross_entropy import token_nll

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pyarrow.fs as pafs
 
-from analysis.store import load_trials, open_store, read_latest
+from records.reader import load_trials, open_store, read_latest
 from tests.analysis_fixtures import write_golden_store
 from tests.sweep_runs import analysis
 

@@ -1,6 +1,6 @@
 """The Parquet sink and store: immutable parts, exactly-once rows across restarts, the manifest
 (real Tune trial objects and real files; no Ray cluster). Compaction is tested with the store's
-rules in tests/analysis/test_results.py."""
+rules in tests/records/test_writer.py."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import polars as pl
 import pytest
 from ray.tune.experiment import Trial
 
-from analysis.results import METRICS_SCHEMA, ResultsStore
 from orchestrator.parquet_sink import ParquetSink
 from orchestrator.search_space import trial_config
 from orchestrator.sweep_file import SweepConfig
+from records.layout import METRICS_SCHEMA
+from records.writer import ResultsStore
 
 SWEEP = SweepConfig.model_validate({"experiment": "sink", "search": {"losses": ["mle", "del"]}})
 

@@ -24,7 +24,7 @@ import polars as pl
 import pyarrow.fs as pafs
 import pytest
 
-from analysis.store import load_trials, open_store, read_latest, scan_metrics
+from records.reader import load_trials, open_store, read_latest, scan_metrics
 from tests.orchestrator.s3_server import s3_keys
 from tests.sweep_runs import analysis, log_tail, numsweep, numsweep_background, write_sweep
 
@@ -136,8 +136,8 @@ def test_driver_killed_then_resumed_writes_every_step_exactly_once(s3, tmp_path,
         assert sorted(rows["step"]) == list(range(0, STEPS + 1, 5)), trial_id  # each step once
     assert counts.kept == latest.height
     # A trial's cost runs on across the kill: a trial restored from a checkpoint (every report
-    # here carries one) starts from that checkpoint's cost (trainables.trial_cost), so its wall
-    # and CPU seconds never fall from step to step, and it paid two start-ups. (One killed
+    # here carries one) starts from that checkpoint's cost (trainables.worker.trial_cost), so its
+    # wall and CPU seconds never fall from step to step, and it paid two start-ups. (One killed
     # before its first checkpoint restarts from nothing: its cost is its second launch's.)
     cost = (  # the row that counts per (trial, step, metric), with its attempt
         scan_metrics(store, ["perf/wall_s", "perf/cpu_s", "perf/startup_s"])

@@ -12,15 +12,16 @@ import pytest
 import torch
 
 from analysis.arms import assign_arms, baseline_arm
-from analysis.results import ResultsStore, trial_row, trials_schema
-from analysis.store import config_columns, load_trials, open_store
 from orchestrator.search_space import grid_arms, trial_config, trial_params
 from orchestrator.sweep_file import SweepConfig, SweepFileError, load_sweep
+from records.layout import trial_row, trials_schema
+from records.reader import config_columns, load_trials, open_store
+from records.writer import ResultsStore
 from tests.sweep_runs import write_sweep
 from trainables.config import TrialConfig
-from trainables.data_order import micro_batch_indices
 from trainables.losses import param_columns
-from trainables.trial_inputs import load_model_and_tokenizer, load_splits
+from trainables.worker.data_order import micro_batch_indices
+from trainables.worker.trial_inputs import load_model_and_tokenizer, load_splits
 
 STUDY_GRID = {
     "experiment": "seeds",

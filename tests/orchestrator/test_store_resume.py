@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from ray.tune.experiment import Trial
 
-from analysis.results import ResultsStore
 from orchestrator.parquet_sink import ParquetSink
 from orchestrator.search_space import grid_arms, trial_config, trial_params
 from orchestrator.store_resume import store_resume
 from orchestrator.sweep_file import SweepConfig
+from records.writer import ResultsStore
 
 GRID = SweepConfig.model_validate(
     {

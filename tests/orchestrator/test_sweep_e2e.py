@@ -10,8 +10,8 @@ import sys
 import polars as pl
 import pytest
 
-from analysis.metric_registry import COST_METRICS, family
 from bench.trial import PHASES
+from records.metric_names import COST_METRICS, family
 from tests.sweep_runs import ROOT, line_kinds, numsweep, tune_actor_pids, write_sweep
 
 SWEEP = {

@@ -209,7 +209,7 @@ def test_unusable_results_root_exits_2_and_writes_nothing(tmp_path, capsys):
 
 def test_conflicting_zero_stage_is_an_error():
     from trainables.config import TrainConfig
-    from trainables.deepspeed_config import deepspeed_config
+    from trainables.worker.deepspeed_config import deepspeed_config
 
     train = TrainConfig(zero_stage=2, deepspeed_config={"zero_optimization": {"stage": 3}})
     with pytest.raises(ValueError, match=r"zero_optimization.stage=3 but train.zero_stage=2"):

@@ -1,4 +1,12 @@
-"""No import circles among the modules of orchestrator/, trainables/ and analysis/.
+"""No import circles among numsweep's modules, and every import goes down the floors
+(docs/architecture.md): a room imports its own modules and the rooms on floors below it, never a
+room beside it or above it.
+
+    floor 0  records                      the records contract
+    floor 1  trainables (the torch library), analysis    peers: neither imports the other
+    floor 2  trainables.worker            the Ray Train + DeepSpeed worker
+    floor 3  orchestrator
+    floor 4  studies, bench, cluster
 
 What counts as an import: every `import` / `from … import` statement of a module, wherever it
 stands: at module level, under `if TYPE_CHECKING:`, inside a function or a class. A circle closed
@@ -15,14 +23,27 @@ counting those edges would make each package and its own submodules a circle.
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("orchestrator", "trainables", "analysis")
+PACKAGES = ("records", "orchestrator", "trainables", "analysis", "studies", "bench", "cluster")
+
+ROOMS: dict[str, int] = {
+    "records": 0,
+    "trainables": 1,
+    "analysis": 1,
+    "trainables.worker": 2,
+    "orchestrator": 3,
+    "studies": 4,
+    "bench": 4,
+    "cluster": 4,
+}
+"""Each room and its floor; a module's room is the longest room name its dotted name starts with."""
 
 # Circles another change removes; an entry here that is no longer a circle fails the test, so the
-# list only shrinks. trainables.entry <-> trainables.worker (REPLAYED_KEY and the report
+# list only shrinks. trainables.worker.entry <-> trainables.worker.loop (REPLAYED_KEY and the report
 # protocol): issue 24, item 4, the worker refactor.
 KNOWN_CIRCLES: set[frozenset[str]] = set()
 
@@ -129,6 +150,61 @@ def test_no_import_circles():
     assert not new, "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in new)
     gone = KNOWN_CIRCLES - found
     assert not gone, f"no longer circles, remove from KNOWN_CIRCLES: {gone}"
+
+
+def room(module: str) -> str:
+    """The room `module` stands in: the longest of ROOMS that is it or a package above it."""
+    return max((r for r in ROOMS if module == r or module.startswith(r + ".")), key=len)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that goes to a room beside or above the importer's, as 'a -> b'."""
+    bad = []
+    for module, targets in sorted(graph.items()):
+        here = room(module)
+        for target in sorted(targets):
+            there = room(target)
+            if there != here and ROOMS[there] >= ROOMS[here]:
+                bad.append(
+                    f"{module} ({here}, floor {ROOMS[here]}) -> {target} ({there}, floor "
+                    f"{ROOMS[there]})"
+                )
+    return bad
+
+
+def test_the_floor_rule_catches_an_import_upward_or_sideways():
+    graph = {
+        "records.layout": {"analysis.table"},
+        "analysis.ablation": {"records.reader", "trainables.losses"},
+        "trainables.worker.loop": {"trainables.losses", "records.metric_names"},
+        "trainables.losses": {"trainables.worker.loop"},
+        "orchestrator.cli": {"trainables.worker.entry", "analysis.report", "records.writer"},
+    }
+    assert upward_imports(graph) == [
+        "analysis.ablation (analysis, floor 1) -> trainables.losses (trainables, floor 1)",
+        "records.layout (records, floor 0) -> analysis.table (analysis, floor 1)",
+        "trainables.losses (trainables, floor 1) -> trainables.worker.loop (trainables.worker, "
+        "floor 2)",
+    ]
+
+
+def test_every_import_goes_down_the_floors():
+    graph = import_graph(project_modules(ROOT))
+    assert {room(m) for m in graph} == set(ROOMS)  # every room was found
+    bad = upward_imports(graph)
+    assert not bad, "imports that go up or sideways:\n" + "\n".join(bad)
+
+
+def test_the_records_contract_needs_neither_polars_nor_torch():
+    """The worker names its metrics and the layout without the analysis stack."""
+    code = (
+        "import sys, records.metric_names, records.layout, records.errors; "
+        "print(sorted(m for m in ('polars', 'torch', 'scipy') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
 
 
 if __name__ == "__main__":

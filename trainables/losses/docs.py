@@ -1,6 +1,6 @@
 """The docs' tables that are derived from the loss registry: the losses with their parameters
 (from each loss's parameter model and `definition`; in README.md) and the trials table's columns
-(from `analysis.results.trials_schema` over the registry's parameter columns; in
+(from `records.layout.trials_schema` over the registry's parameter columns; in
 docs/results-store.md).
 
     python -m trainables.losses.docs                 # print the generated blocks
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from analysis.results import trials_schema
+from records.layout import trials_schema
 from trainables.losses.registry import LOSSES, loss_params, param_columns
 
 

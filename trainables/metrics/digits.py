@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from analysis.metric_registry import MAX_PLACE
+from records.metric_names import MAX_PLACE
 from trainables.losses.digits import number_places
 from trainables.losses.vocab import NumberVocab
 from trainables.metrics.distributed import sum_across_ranks

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal, InvalidOperation
 
-from analysis.metric_registry import MAX_PLACE
+from records.metric_names import MAX_PLACE
 
 # An unsigned decimal literal. Comma groups must be complete ("1,000" but not "1,00") and are
 # tried first so "1,000" is one number; the exponent needs digits so "3eggs" stays 3.

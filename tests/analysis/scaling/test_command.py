@@ -19,9 +19,9 @@ from scipy import stats
 
 from analysis.scaling import scaling
 from analysis.selection import ValueSpec
-from analysis.store import open_store
 from analysis.table import render, table_markdown
 from bench.synthetic_store import generate_store
+from records.reader import open_store
 from tests.analysis_fixtures import write_power_law_store
 
 PRESETS = {

@@ -13,12 +13,12 @@ import polars as pl
 import pytest
 
 from analysis.__main__ import main
-from analysis.results import trial_row
 from analysis.scaling import scaling
 from analysis.scaling.gate import pooled_sd
 from analysis.scaling.rules import lr_position
-from analysis.store import open_store
 from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
+from records.layout import trial_row
+from records.reader import open_store
 from tests.analysis_fixtures import at
 
 ROOT = Path(__file__).resolve().parents[3]

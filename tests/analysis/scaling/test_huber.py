@@ -19,7 +19,7 @@ from analysis.scaling import scaling
 from analysis.scaling.bootstrap import resampled_points, unit_draws
 from analysis.scaling.huber import HUBER_DELTA, _scaled, fit_huber, objective
 from analysis.scaling.robust import Units, huber_record, prediction_records
-from analysis.store import open_store
+from records.reader import open_store
 from tests.analysis_fixtures import write_power_law_store
 
 N = np.geomspace(1e4, 1e7, 8)

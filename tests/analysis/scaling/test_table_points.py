@@ -16,8 +16,8 @@ from analysis.scaling import scaling
 from analysis.scaling.from_table import scaling_points
 from analysis.scaling.predict import PredictSettings, predict
 from analysis.scaling.table_points import TableColumns
-from analysis.store import open_store
 from analysis.table import render
+from records.reader import open_store
 from tests.analysis.scaling.synthetic_tables import (
     CHINCHILLA_LIKE,
     TRUTH,
@@ -203,7 +203,7 @@ def test_predict_from_a_store_and_its_refusals(tmp_path: Path) -> None:
     assert row["pi_low"] < row["predicted"] < row["pi_high"]
     held = tables(result)["scaling_holdout"].row(0, named=True)
     assert held["form"] == "joint" and held["held_out_points"] >= 1
-    from analysis.store import ResultsError
+    from records.errors import ResultsError
 
     with pytest.raises(ResultsError, match="give the planned D"):
         predict(tmp_path, PredictSettings(n=1e8, n_boot=5))

@@ -7,7 +7,7 @@ import pytest
 
 from trainables.config import TrialConfig
 from trainables.data import generated_cache, mathgen
-from trainables.trial_inputs import held_out_split
+from trainables.worker.trial_inputs import held_out_split
 
 MODULES = ["arithmetic__add_or_sub", "numbers__round_number"]
 

@@ -21,10 +21,14 @@ from orchestrator.sweep_file import SweepConfig
 from trainables.config import DataConfig, TrialConfig, evaluation_names
 from trainables.data import text_files
 from trainables.data.batching import IGNORE_INDEX
-from trainables.evaluation import teacher_forced
 from trainables.models.presets import build_model
 from trainables.models.text_tokenizer import build_text_tokenizer
-from trainables.trial_inputs import check_tokenizer_for_loss, first_scored_tokens, load_splits
+from trainables.worker.evaluation import teacher_forced
+from trainables.worker.trial_inputs import (
+    check_tokenizer_for_loss,
+    first_scored_tokens,
+    load_splits,
+)
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 EMAIL = {"source": "text_files", "paths": ["{stdlib}/email/**/*.py"], "n_test": 4}
