@@ -17,9 +17,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from analysis.choices import AGGREGATES, ALTERNATIVES, CORRECTIONS, FAMILIES, LR_MODES
+from analysis.option_choices import (
+    AGGREGATES,
+    ALTERNATIVES,
+    CORRECTION_FAMILIES,
+    CORRECTIONS,
+    LR_MODES,
+)
+from analysis.result import FORMATS, Result, render, text_notes
 from analysis.selection import VALUE_HELP
-from analysis.table import FORMATS, Result, render, text_notes
 from records.errors import ResultsError
 from records.reader import Store, open_store
 
@@ -171,7 +177,7 @@ def _add_correction(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--family",
-        choices=FAMILIES,
+        choices=CORRECTION_FAMILIES,
         default="table",
         help="what one correction covers: every test of a table, of a metric column, or all",
     )
@@ -449,7 +455,7 @@ def _run_ablation(
     statuses: dict[str, list[str]],
 ) -> Result:
     from analysis.ablation import AblationSettings, ablation
-    from analysis.paired_options import PairedOptions
+    from analysis.ablation_options import PairedOptions
 
     if args.all and args.metrics:
         raise ResultsError("--all and --metrics: give one of them")

@@ -20,29 +20,13 @@ from typing import Any
 
 import polars as pl
 
-from analysis.arm_values import SeedValues, arm_seed_values
+from analysis.ablation_options import PairedOptions
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
-from analysis.choices import CORRECTIONS, FAMILIES, Correction
-from analysis.command_settings import freeze_lists, started_result
+from analysis.command_start import freeze_lists, started_result
 from analysis.headline import headline, panel_title, panels, short_names
-from analysis.paired_options import PairedOptions
-from analysis.paired_stats import Tost, paired_ancova, tost_paired
-from analysis.seed_stats import (
-    MeanCI,
-    PairedTest,
-    adjust_p,
-    check_level,
-    mean_ci,
-    paired_t_tests,
-)
-from analysis.selection import (
-    FINAL,
-    ValueSpec,
-    missing_values_note,
-    select_values,
-    summary_direction,
-)
-from analysis.table import (
+from analysis.option_choices import CORRECTION_FAMILIES, CORRECTIONS, Correction
+from analysis.paired_tests import Tost, paired_ancova, tost_paired
+from analysis.result import (
     DASH,
     Record,
     Result,
@@ -54,6 +38,22 @@ from analysis.table import (
     fmt_pvalue,
     fmt_signed,
     pivot_rows,
+)
+from analysis.seed_stats import (
+    MeanCI,
+    PairedTest,
+    adjust_p,
+    check_level,
+    mean_ci,
+    paired_t_tests,
+)
+from analysis.seed_values import SeedValues, arm_seed_values
+from analysis.selection import (
+    FINAL,
+    ValueSpec,
+    missing_values_note,
+    select_values,
+    summary_direction,
 )
 from analysis.trial_costs import cost_lines, trial_costs
 from records.errors import ResultsError
@@ -217,9 +217,9 @@ class AblationSettings:
             raise ResultsError(
                 f"--correction must be one of {', '.join(CORRECTIONS)}, got {self.correction!r}"
             )
-        if self.family not in FAMILIES:
+        if self.family not in CORRECTION_FAMILIES:
             raise ResultsError(
-                f"--family must be one of {', '.join(FAMILIES)}, got {self.family!r}"
+                f"--family must be one of {', '.join(CORRECTION_FAMILIES)}, got {self.family!r}"
             )
 
     def as_json(self) -> dict[str, Any]:

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.ablation import AblationSettings, ablation
-from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms, assign_arms
-from analysis.command_settings import freeze_lists
+from analysis.command_start import freeze_lists
+from analysis.result import Record, Result, Table, fmt_pm, pivot_rows
 from analysis.seed_stats import MeanCI, check_level, mean_ci
+from analysis.seed_values import arm_seed_values
 from analysis.selection import FINAL
-from analysis.table import Record, Result, Table, fmt_pm, pivot_rows
 from records.errors import ResultsError
 from records.metric_names import splits
 from records.reader import (

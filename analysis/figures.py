@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import ticker
 
-from analysis.curves import Curve
+from analysis.arm_curves import Curve
 
 MAX_LEGEND = 12
 """More arms than this get no legend (it would cover the plot); the caption says so."""

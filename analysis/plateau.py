@@ -29,18 +29,18 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms, assign_arms
-from analysis.command_settings import freeze_lists, started_result
+from analysis.command_start import freeze_lists, started_result
 from analysis.headline import headline
+from analysis.result import DASH, Column, Result, Table, fmt, fmt_ci, records_table
 from analysis.seed_stats import check_level, mean_ci
-from analysis.table import DASH, Column, Result, Table, fmt, fmt_ci, records_table
+from analysis.seed_values import arm_seed_values
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
 from records.reader import DEFAULT_STATUSES, Store, metric_names, read_latest, trial_summary
 
 if TYPE_CHECKING:
-    from analysis.paired_options import PairedOptions
+    from analysis.ablation_options import PairedOptions
 
 STILL = "still learning"
 FLAG = "†"

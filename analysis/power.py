@@ -6,7 +6,7 @@ paired differences (with its chi-square interval), the minimal detectable effect
 pairs the store has, the power there for `--delta`, the seeds needed to detect `--delta` with
 `--power` at `--alpha` (paired t-test, noncentral t; `--one-sided`), also at the upper end of the
 sd's interval (a pilot's sd is itself uncertain), and the same for showing equivalence within
-±`--sesoi` by TOST (true difference 0 assumed; analysis/power_stats.py). Where the pilot's
+±`--sesoi` by TOST (true difference 0 assumed; analysis/paired_power.py). Where the pilot's
 trials reported their cost (`analysis.trial_costs`), each plan is priced in core-hours and in
 hours of wall time at the pilot's concurrency, and `--budget-hours` says which plans fit.
 """
@@ -22,11 +22,10 @@ import numpy as np
 import polars as pl
 
 from analysis.ablation import collect_seed_values
-from analysis.arm_values import SeedValues
 from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
-from analysis.command_settings import freeze_lists, started_result
+from analysis.command_start import freeze_lists, started_result
 from analysis.headline import headline
-from analysis.power_stats import (
+from analysis.paired_power import (
     check_probability,
     minimal_detectable_effect,
     sd_interval,
@@ -35,9 +34,7 @@ from analysis.power_stats import (
     t_test_power,
     tost_power,
 )
-from analysis.seed_stats import EQUAL_RTOL, check_level
-from analysis.selection import FINAL, ValueSpec
-from analysis.table import (
+from analysis.result import (
     DASH,
     Column,
     Record,
@@ -47,6 +44,9 @@ from analysis.table import (
     fmt_signed,
     records_table,
 )
+from analysis.seed_stats import EQUAL_RTOL, check_level
+from analysis.seed_values import SeedValues
+from analysis.selection import FINAL, ValueSpec
 from analysis.trial_costs import concurrency, hours, per_trial_cost, trial_costs
 from records.errors import ResultsError
 from records.metric_names import direction, resolve

@@ -17,14 +17,11 @@ from pathlib import Path
 
 from analysis import figures
 from analysis.ablation import AblationSettings, ablation
+from analysis.ablation_options import PairedOptions
+from analysis.arm_curves import metric_curves
 from analysis.arms import Arms, assign_arms
-from analysis.curves import metric_curves
 from analysis.entropy import EntropySettings, entropy
-from analysis.paired_options import PairedOptions
-from analysis.scaling import scaling
-from analysis.search import search
-from analysis.selection import FINAL, ValueSpec
-from analysis.table import (
+from analysis.result import (
     Result,
     Table,
     result_json,
@@ -33,6 +30,9 @@ from analysis.table import (
     table_latex,
     table_markdown,
 )
+from analysis.scaling import scaling
+from analysis.search import search
+from analysis.selection import FINAL, ValueSpec
 from records.metric_names import DECOMPOSITION_LEAVES, splits
 from records.reader import CURVE_STATUSES, Store, current_trials, metric_names
 

@@ -13,8 +13,8 @@ import polars as pl
 from scipy import stats
 
 from analysis.arms import format_value, plain_value
+from analysis.result import DASH, Result, Table, fmt, fmt_p
 from analysis.selection import FINAL, ValueSpec, select_values
-from analysis.table import DASH, Result, Table, fmt, fmt_p
 from records.errors import ResultsError
 from records.metric_names import Direction, direction, splits
 from records.reader import (

@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from analysis.choices import CORRECTIONS, Correction
+from analysis.option_choices import CORRECTIONS, Correction
 
 EQUAL_RTOL = 1e-12
 """Paired differences whose standard deviation is below EQUAL_RTOL × the largest |value| are

@@ -27,7 +27,8 @@ Loopback only: Ray 2.60 rewrites 127.0.0.1 to the host's routable address unless
 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, and with that setting its CLI refuses to start a worker
 node. Both read one flag, in different modules; worker nodes are therefore started through
 `python cluster/local.py ray start …`, Ray's own CLI with the setting at 0 everywhere except in
-the CLI module's check (see `run_ray_cli`). Real multi-host clusters need none of this.
+the CLI module's check (`run_ray_cli`, through `compat.ray_private.ray_cli_main`). Real
+multi-host clusters need none of this.
 """
 
 from __future__ import annotations
@@ -42,13 +43,13 @@ import socket
 import subprocess
 import sys
 import time
-import types
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from compat.ray_private import LOOPBACK_FLAG, ray_cli_main
+
 DEFAULT_DIR = "/tmp/numsweep-cluster"
 LOOPBACK = "127.0.0.1"
-LOOPBACK_FLAG = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 MARK_CLUSTER = "NUMSWEEP_LOCAL_CLUSTER"
 MARK_NODE = "NUMSWEEP_LOCAL_NODE"
 START_TIMEOUT_S = 120.0
@@ -425,18 +426,7 @@ def run_ray_cli(argv: Sequence[str]) -> int:
     its refusal to start a worker node."""
     if os.environ.get(LOOPBACK_FLAG) != "0":
         raise ClusterError(f"`local.py ray` needs {LOOPBACK_FLAG}=0 in its environment")
-    import ray._private.ray_constants as ray_constants
-    import ray.scripts.scripts as ray_cli
-
-    class CliConstants(types.ModuleType):
-        ENABLE_RAY_CLUSTER = True
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(ray_constants, name)
-
-    ray_cli.ray_constants = CliConstants(ray_constants.__name__)
-    sys.argv = ["ray", *argv]
-    return ray_cli.main()
+    return ray_cli_main(argv)
 
 
 # ---- command line -------------------------------------------------------------------------

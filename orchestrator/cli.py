@@ -172,15 +172,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.name:
         overrides.append(f"experiment={args.name}")
     sweep = load_sweep(args.config, overrides)
+    _check_libraries()
     _check_tracking(sweep)
     root = _results_root(args.results)
     resume = _check_resume(sweep, root)
 
+    from compat import UnsupportedVersion
     from orchestrator.preflight import preflight
 
     try:
         checks = preflight(sweep)
-    except (ValueError, FileNotFoundError, OSError) as err:
+    except (ValueError, FileNotFoundError, OSError, UnsupportedVersion) as err:
         raise UsageError(f"{args.config}: {err}") from err
     print(f"numsweep: {sweep.experiment}: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
     digits = checks["digit tokens"] == "yes"
@@ -237,6 +239,17 @@ def _store_resume(sweep: SweepConfig, root: str):
     try:
         return store_resume(sweep, root)
     except ValueError as err:
+        raise UsageError(str(err)) from err
+
+
+def _check_libraries() -> None:
+    """UsageError (exit 2) when Ray, DeepSpeed or the generator's libraries are outside the
+    versions numsweep's uses of their private API were checked against (`compat`)."""
+    from compat import UnsupportedVersion, check_installed
+
+    try:
+        check_installed()
+    except UnsupportedVersion as err:
         raise UsageError(str(err)) from err
 
 
@@ -321,6 +334,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
         raise UsageError(f"experiment {args.experiment!r} is a grid; only searches can be extended")
     if args.trials < 1:
         raise UsageError(f"--trials must be >= 1, got {args.trials}")
+    _check_libraries()
     _check_tracking(sweep)
     from orchestrator.driver import tune_runs
     from records.layout import ExperimentPaths

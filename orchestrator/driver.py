@@ -2,7 +2,7 @@
 
 Ray 2.60 (Train V2) no longer takes a Trainer inside `tune.Tuner`; instead a Tune *function
 trainable* (`run_trial`) is the Train driver: it resolves its trial config, builds the
-`TrialTrainer` (`orchestrator.trial_trainer`: Ray's `TorchTrainer` less what a trial does not
+`TrialTrainer` (`compat.ray_trainer`: Ray's `TorchTrainer` less what a trial does not
 need) named after the trial id, and passes a `TuneReportCallback` built inside it so
 rank 0's `ray.train.report` calls reach Tune (and the Parquet sink, and Optuna), and waits
 after `fit()` until Tune has taken the last one (`tune_handover`: else Ray can deadlock there).
@@ -26,6 +26,7 @@ from ray import tune
 from ray.tune.integration.ray_train import TuneReportCallback
 from ray.tune.logger import JsonLoggerCallback
 
+from compat.ray_trainer import TrialTrainer
 from orchestrator.parquet_sink import ParquetSink
 from orchestrator.placement_reaper import PlacementGroupReaper
 from orchestrator.progress import ProgressCallback
@@ -41,7 +42,6 @@ from orchestrator.terminal import SweepLogs
 from orchestrator.tracking import tracking_callbacks, trial_name, unused_clients_kept_out
 from orchestrator.train_bounds import failure_config, placement_timeout, set_train_env
 from orchestrator.trial_placement import trial_resources
-from orchestrator.trial_trainer import TrialTrainer
 from orchestrator.tune_handover import wait_for_tune
 from records.layout import SCHEMA_VERSION, ExperimentPaths
 from records.writer import ResultsStore

@@ -11,6 +11,8 @@ from typing import Any
 import psutil
 import ray
 
+from compat.ray_private import local_system_config
+
 # Ray waits a fixed 30 s for a new local node's raylet to register with its GCS, and fails the
 # start past that ("The current node timed out during startup"). On a two-core machine busy with
 # other trials or tests, that wait has run out (seen three times in clean-clone suite runs).
@@ -56,7 +58,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> str:
         # Ray starts its workers at niceness 15 so that a cluster's raylet stays responsive;
         # on this machine the trials are the job, and at 15 any other process (a plain
         # PyTorch loop next to them, say) takes their CPU first.
-        _system_config={"worker_niceness": 0},
+        **local_system_config(),
     )
     return "local"
 

@@ -18,6 +18,7 @@ from typing import Any
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.optuna import OptunaSearch
 
+from compat.ray_private import searcher_optuna_trial
 from trainables.worker.report_protocol import REPLAYED_KEY
 
 
@@ -28,8 +29,8 @@ class ReportedOnlyOptunaSearch(OptunaSearch):
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         config = super().suggest(trial_id)
-        if isinstance(config, dict) and trial_id in self._ot_trials:
-            ot_trial = self._ot_trials[trial_id]
+        ot_trial = searcher_optuna_trial(self, trial_id) if isinstance(config, dict) else None
+        if ot_trial is not None:
             ot_trial.set_user_attr("trial_id", trial_id)
             ot_trial.set_user_attr("experiment", self.experiment)
             if "loss" in config:

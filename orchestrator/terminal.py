@@ -204,7 +204,7 @@ class SweepOutput:
         """Ray is initialised: its loggers configured at `ray.init` and the output it forwards
         from the cluster's processes go to the files too (with --verbose into a pipe: to
         stdout, as Ray prints it less any ANSI code the processes themselves wrote)."""
-        from orchestrator.ray_compat import route_worker_output
+        from compat.ray_private import route_worker_output
 
         if self.logs is None or self._swap is None:
             if self.logs is None and not is_terminal():

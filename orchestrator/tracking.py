@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from compat.ray_private import INTEGRATIONS, integrations_kept_out
 from orchestrator.sweep_file import TrackingConfig
-from trainables.worker.absent_imports import import_with_absent
 
 EXTRA = "numsweep[tracking]"
 """The optional-dependency group that holds every tracking package."""
@@ -58,42 +57,17 @@ def check_tracking(tracking: TrackingConfig) -> None:
         raise TrackingUnavailable(f"{what}: install them with pip install '{EXTRA}'")
 
 
-# Each tracking client -> Ray's integration module that imports it when installed. Ray Tune's
-# usage tagging (`ray.air._internal.usage.tag_callbacks`, at the start of every `Tuner.fit` given
-# callbacks, as numsweep's always are) imports both modules, and with them both clients: 1.5-1.6
-# CPU s of a sweep's start on the project machine (bench/README.md), for clients a sweep that
-# does not track with them never calls.
-CLIENT_INTEGRATIONS = {
-    "mlflow": "ray.air.integrations.mlflow",
-    "wandb": "ray.air.integrations.wandb",
-}
-
-
 @contextmanager
 def unused_clients_kept_out(tracking: TrackingConfig) -> Iterator[list[str]]:
     """Within the block (a sweep's `Tuner.fit`), Ray's integration module of each tracking client
-    that `tracking` does not use is loaded with the client marked absent, so Ray's usage tagging
-    finds it loaded and never imports the client; yields the clients kept out. On leaving, those
-    modules are dropped from `sys.modules`: a later import (a sweep that does track with the
-    client) loads them afresh, client and all. A client or an integration module already
-    imported is left as it is."""
+    that `tracking` does not use is loaded with the client marked absent, so Ray Tune's usage
+    tagging (at the start of every `Tuner.fit` given callbacks, as numsweep's always are) never
+    imports the client: 1.5-1.6 CPU s of a sweep's start on the project machine
+    (bench/README.md), for clients a sweep that does not track with them never calls. Yields the
+    clients kept out; how, and what is put back: `compat.ray_private.integrations_kept_out`."""
     used = set(_needed(tracking).values())
-    kept_out = []
-    for client, integration in CLIENT_INTEGRATIONS.items():
-        if client in used or client in sys.modules or integration in sys.modules:
-            continue
-        import_with_absent(integration, [client])
-        kept_out.append(client)
-    try:
+    with integrations_kept_out(c for c in INTEGRATIONS if c not in used) as kept_out:
         yield kept_out
-    finally:
-        for client in kept_out:
-            integration = CLIENT_INTEGRATIONS[client]
-            sys.modules.pop(integration, None)
-            # ... and from its package, which `from package import module` reads first.
-            package, _, name = integration.rpartition(".")
-            if hasattr(sys.modules.get(package), name):
-                delattr(sys.modules[package], name)
 
 
 def trial_name(trial: Any) -> str:

@@ -27,7 +27,7 @@ import os
 import ray
 import ray.train
 
-from orchestrator.ray_compat import is_worker_start_timeout
+from compat.ray_private import is_worker_start_timeout
 from orchestrator.sweep_file import ResourcesConfig
 
 # Ray Train's controller polls its workers every 2 s by default, and every report waits for the

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 
-from ray.train._internal.session import get_session
+from compat.ray_private import tune_session_queues
 
 # How often the wait looks again: each look at the inter-actor queue is one actor call.
 POLL_S = 0.05
@@ -33,12 +33,10 @@ SETTLE_S = 0.25
 def wait_for_tune() -> None:
     """In the trainable, after `fit()`: wait until Tune's main thread has taken every report,
     unless Tune is stopping the trial."""
-    session = get_session()
-    inter_actor = session._inter_actor_queue
+    queues = tune_session_queues()
     empty_since = None
-    while not session.stop_event.is_set():
-        empty = (inter_actor is None or inter_actor.empty()) and session.result_queue.empty()
-        if not empty:
+    while not queues.stopping():
+        if not queues.empty():
             empty_since = None
         elif empty_since is None:
             empty_since = time.monotonic()

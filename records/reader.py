@@ -220,7 +220,8 @@ def latest_rows(raw: pl.LazyFrame) -> pl.LazyFrame:
     highest attempt, within it the latest write; a restored sweep may re-write a row, a retried
     trial re-reports steps).
 
-    Columns: experiment, trial_id, step, metric, value.
+    Columns: experiment, trial_id, step, metric, value, in no fixed order (polars' group-by
+    keeps none): what sums them (a mean over seeds) puts them in order first.
     """
     return raw.group_by(list(KEY)).agg(pl.col("value").sort_by(list(METRIC_VERSION)).last())
 

@@ -11,7 +11,8 @@ import numpy as np
 import polars as pl
 
 from analysis.arms import format_value, plain_value
-from analysis.command_settings import started_result
+from analysis.command_start import started_result
+from analysis.result import Result, Table
 from analysis.scaling import tables
 from analysis.scaling.bootstrap import r2_difference
 from analysis.scaling.cells import Cells
@@ -39,7 +40,6 @@ from analysis.scaling.robust import Units, huber_record, prediction_records
 from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.share import share_figure, share_records, trend_record
 from analysis.seed_stats import t_quantile
-from analysis.table import Result, Table
 from records.errors import ResultsError
 from records.metric_names import DECOMPOSITION_LEAVES, direction, resolve, splits
 from records.reader import Store, metric_names, trial_summary

@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from analysis.result import Result
 from analysis.scaling.command import fit_all, method_lines
 from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.table_points import TableColumns, table_values
-from analysis.table import Result
 from records.errors import ResultsError
 
 TABLE_FIT_BOOTSTRAP = 1000

@@ -196,11 +196,18 @@ def aggregate_points(frame: pl.DataFrame, gcols: list[str], axis: str, how: str)
             "trial_id",
         )
     else:
-        out = lf.group_by(keys).agg(
-            pl.col("x").mean(),
-            pl.col("value").mean().alias("y"),
-            pl.len().alias("trials"),
-            pl.col("value").std(ddof=1).alias("sd"),
+        # Each size's trials in trial order, so the means and sds sum their values in one order
+        # on every read (a mean's last bit follows the order; polars' joins and group-bys keep
+        # none): the committed reports rebuild byte for byte.
+        out = (
+            lf.sort([*keys, "trial_id"])
+            .group_by(keys, maintain_order=True)
+            .agg(
+                pl.col("x").mean(),
+                pl.col("value").mean().alias("y"),
+                pl.len().alias("trials"),
+                pl.col("value").std(ddof=1).alias("sd"),
+            )
         )
     order = [*gcols, "metric", "x", *SIZE_KEY] + (["y", "trial_id"] if how == "trial" else [])
     return out.collect().sort(order, nulls_last=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.arms import plain_value
+from analysis.result import Result
 from analysis.scaling import tables
 from analysis.scaling.cells import Cells
 from analysis.scaling.holdout import bootstrap_n, holdout_cells, prediction
@@ -23,7 +24,6 @@ from analysis.scaling.powerlaw import NotEnoughData, distinct_count
 from analysis.scaling.table_points import TABLE_SUFFIXES, TableColumns, table_values
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL
-from analysis.table import Result
 from records.errors import ResultsError
 from records.metric_names import splits
 from records.reader import DEFAULT_STATUSES, current_trials, metric_names, open_store

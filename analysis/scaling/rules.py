@@ -5,7 +5,7 @@ CE rise or fall with size."""
 
 from __future__ import annotations
 
-from analysis.table import DASH
+from analysis.result import DASH
 
 
 def follows_power_law(

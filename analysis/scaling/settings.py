@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.choices import AGGREGATES, AXES, LR_MODES
-from analysis.command_settings import freeze_lists
+from analysis.command_start import freeze_lists
+from analysis.option_choices import AGGREGATES, AXES, LR_MODES
 from analysis.scaling.points import PARAM_METRICS
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL, ValueSpec

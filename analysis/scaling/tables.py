@@ -1,5 +1,5 @@
 """Every table of the scaling command, built from its records alone
-(`analysis.table.records_table`); all of the command's cell formats are here."""
+(`analysis.result.records_table`); all of the command's cell formats are here."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from functools import partial
 from typing import Any
 
 from analysis.arms import format_value
-from analysis.scaling.rules import follows_power_law
-from analysis.table import (
+from analysis.result import (
     DASH,
     Column,
     Record,
@@ -21,6 +20,7 @@ from analysis.table import (
     fmt_pm,
     records_table,
 )
+from analysis.scaling.rules import follows_power_law
 from records.metric_names import direction
 
 # Where a group holds anything fixed, the `at` column says what; one line per group needs none.

@@ -9,7 +9,7 @@ pair's difference is taken as √2 × the pooled seed sd (the two arms as if ind
 by seed should shrink it). Printed per seed count: the power of S4's TOST on EE at ±0.02 and
 at the registered margin (tables.EE_MARGIN) when the true difference is 0, and the smallest
 log-confidence difference its paired t-test detects with 80% power (α = 0.05, two-sided);
-`analysis.power_stats` computes both.
+`analysis.paired_power` computes both.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from lr_choice import FAMILY
 from tables import EE_MARGIN
 
 from analysis.__main__ import run
-from analysis.power_stats import minimal_detectable_effect, tost_power
+from analysis.paired_power import minimal_detectable_effect, tost_power
 from analysis.scaling.gate import pooled_sd
 
 SPLIT = "eval/test"

@@ -21,7 +21,7 @@ import polars as pl
 
 from analysis.__main__ import run as analysis_run
 from analysis.__main__ import save
-from analysis.table import Result, Table, render
+from analysis.result import Result, Table, render
 from records.reader import current_trials, open_store, read_latest
 
 EXPERIMENT = "scaling-cpu"

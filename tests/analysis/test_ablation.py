@@ -16,9 +16,9 @@ from scipy import stats
 
 from analysis.ablation import AblationSettings, ablation
 from analysis.entropy import entropy
+from analysis.result import render, table_markdown
 from analysis.scaling import scaling
 from analysis.selection import BEST, FINAL, ValueSpec
-from analysis.table import render, table_markdown
 from bench.synthetic_store import (
     generate_store,
     trial_config,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.entropy import entropy
-from analysis.table import table_markdown
+from analysis.result import table_markdown
 from records.reader import open_store
 from tests.analysis.table_cells import md_rows, pm2
 

@@ -1,4 +1,4 @@
-"""`analysis power` and analysis/power_stats.py against independent computations: statsmodels'
+"""`analysis power` and analysis/paired_power.py against independent computations: statsmodels'
 TTestPower (power, seeds needed, minimal detectable effect), the chi-square interval of an sd
 written out from its definition, a Monte Carlo simulation of the paired TOST (numpy), and the
 command's numbers against the fixture's per-seed differences; edge cases (fewer than 2 pairs,
@@ -16,7 +16,7 @@ from scipy import stats
 from statsmodels.stats.power import TTestPower
 
 from analysis.__main__ import main
-from analysis.power_stats import (
+from analysis.paired_power import (
     minimal_detectable_effect,
     sd_interval,
     seeds_needed,

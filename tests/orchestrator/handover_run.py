@@ -18,8 +18,8 @@ import ray.train
 from ray import tune
 from ray.tune.integration.ray_train import TuneReportCallback
 
+from compat.ray_trainer import TrialTrainer
 from orchestrator.local_ray import connect
-from orchestrator.trial_trainer import TrialTrainer
 from orchestrator.tune_handover import wait_for_tune
 
 SLOW_FIRST_RESULT_S = 8.0  # longer than the Train run's last report + its shutdown (~3 s)

@@ -4,10 +4,11 @@
 so 2–3 s of a small trial's start for 2,000 training problems), and every trial of a search
 asks for the same splits. The first trial to need a split writes it to
 ``cache_dir/mathgen/<split>-<n>-<key>.jsonl``; ``key`` hashes everything the problems depend on
-(the arguments, the source of `trainables.data.mathgen`, the versions of the generator, sympy and
-numpy), so a change to any of them makes a new entry instead of reusing a stale one. A writer
-fills a temporary file and renames it into place, so concurrent trials never read a half-written
-file: the last rename wins, and every writer's file holds the same lines.
+(the arguments, the source of `trainables.data.mathgen` and of its shims
+`compat.mathgen_private`, the versions of the generator, sympy and numpy), so a change to any of
+them makes a new entry instead of reusing a stale one. A writer fills a temporary file and renames
+it into place, so concurrent trials never read a half-written file: the last rename wins, and every
+writer's file holds the same lines.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from compat import mathgen_private
 from trainables.data import mathgen
 from trainables.data.records import Record
 
@@ -29,7 +31,8 @@ _FORMAT_VERSION = 1
 
 @functools.cache
 def _generator_fingerprint() -> dict[str, str]:
-    source = Path(mathgen.__file__).read_bytes()
+    # Both sources: the shims decide what the generator draws as much as mathgen does.
+    source = b"".join(Path(m.__file__).read_bytes() for m in (mathgen, mathgen_private))
     versions = {
         name: importlib.metadata.version(name) for name in ("mathematics_dataset", "sympy", "numpy")
     }

@@ -7,9 +7,9 @@ model, data; the loss; the DeepSpeed engine from `deepspeed_config`, with `preci
 `schedule`, `compile_step`); `checkpoint` restores, reports and saves (`report_protocol`: what the
 driver and the worker agree on); `evaluation` scores held-out splits and generations;
 `step_stats`, `startup` and `trial_cost` are what a report measures; `data_order` says which
-examples each rank sees at each step. DeepSpeed's import and ops: `deepspeed_import`,
-`absent_imports`, `deepspeed_ops`.
+examples each rank sees at each step; `deepspeed_ops` builds DeepSpeed's CPU ops at set-up.
 
 It stands on the torch library (`trainables.losses`, `metrics`, `data`, `models`, `config`) and on
-the records contract (`records.metric_names`); the orchestrator stands on it.
+the records contract (`records.metric_names`); every use of a library's private API goes through
+`compat`. The orchestrator stands on it.
 """

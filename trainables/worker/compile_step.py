@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from compat.torch_private import enable_compile_caches
 from trainables.config import TrialConfig
 
 PAD_MULTIPLE = 16
@@ -65,11 +66,7 @@ def use_persistent_caches(cache_dir: str | Path) -> Path:
     folder = inductor_cache_dir(cache_dir)
     folder.mkdir(parents=True, exist_ok=True)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
-    import torch._functorch.config as functorch_config
-    import torch._inductor.config as inductor_config
-
-    inductor_config.fx_graph_cache = True
-    functorch_config.enable_autograd_cache = True
+    enable_compile_caches()  # torch's internals; a guarded fallback (compat.torch_private)
     return folder
 
 

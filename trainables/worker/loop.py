@@ -13,7 +13,6 @@ checkpoint at the same step and data position.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import time
@@ -25,6 +24,7 @@ if not torch.cuda.is_available():
     # DeepSpeed picks its accelerator at import time; on CPU-only hosts it must be told.
     os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
+from compat.ray_private import quiet_train_report_log
 from records import metric_names as names
 from trainables.config import TrialConfig
 from trainables.data.batching import collate
@@ -47,7 +47,7 @@ IMPORTED_AT = time.time()
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     cfg = TrialConfig.model_validate(config)
     timeline = StartupTimeline(cfg.launched_at, IMPORTED_AT)
-    _quiet_report_log()
+    quiet_train_report_log()
     trial = build_trial(cfg, timeline)
     cost = CostMeter(cfg.launched_at, ready_at=time.time(), device=trial.device)
     checkpoint = TrialCheckpoint(trial.engine, cost)
@@ -195,11 +195,3 @@ def _peak_memory_mb(device: torch.device) -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-
-
-def _quiet_report_log() -> None:
-    """Ray Train logs every report's full metrics dict at INFO (hundreds of numbers per line)
-    from a logger named after its source file; keep its warnings, drop that line."""
-    for name in list(logging.root.manager.loggerDict):
-        if name.endswith(os.path.join("execution", "context.py")):
-            logging.getLogger(name).setLevel(logging.WARNING)

@@ -10,13 +10,13 @@ import ray.train
 import torch
 import torch.distributed as dist
 
+from compat.deepspeed_private import import_deepspeed, skip_backward_allreduce
 from trainables.config import TrialConfig
 from trainables.losses import LOSSES, NumberVocab, build_loss
 from trainables.losses.contract import TokenLoss
 from trainables.models.presets import count_parameters
 from trainables.worker.compile_step import compile_engine, compile_wanted
 from trainables.worker.deepspeed_config import deepspeed_config, worker_clipping
-from trainables.worker.deepspeed_import import import_deepspeed
 from trainables.worker.deepspeed_ops import announce_jit_builds, trial_ops
 from trainables.worker.precision import use_bf16
 from trainables.worker.schedule import lr_factor
@@ -75,16 +75,12 @@ def skip_one_rank_all_reduce(engine: Any, worker_clip: float | None) -> bool:
     optimizer also move gradients into the optimizer's own buffers in that pass, so they keep
     it.
 
-    `enable_backward_allreduce` is DeepSpeed's own switch (set by the engine, read in its backward
-    and step), not a documented setting: where a DeepSpeed lacks it the all-reduce stays on, which
-    costs time, not correctness (tests/trainables/worker/test_trial_setup.py fails on such a
-    version)."""
+    The switch is DeepSpeed's own, not a documented setting (`compat.deepspeed_private`): where a
+    DeepSpeed lacks it the all-reduce stays on, which costs time, not correctness
+    (tests/trainables/worker/test_trial_setup.py fails on such a version)."""
     if worker_clip is None or engine.dp_world_size != 1:
         return False
-    if not hasattr(engine, "enable_backward_allreduce"):
-        return False
-    engine.enable_backward_allreduce = False
-    return True
+    return skip_backward_allreduce(engine)
 
 
 def describe_engine(engine: Any, device: torch.device, world_size: int) -> str:

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats
 
+from analysis.result import render, table_markdown
 from analysis.scaling import scaling
 from analysis.selection import ValueSpec
-from analysis.table import render, table_markdown
 from bench.synthetic_store import generate_store
 from records.reader import open_store
 from tests.analysis_fixtures import write_power_law_store

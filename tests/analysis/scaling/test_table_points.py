@@ -12,11 +12,11 @@ import polars as pl
 import pytest
 
 from analysis.__main__ import main
+from analysis.result import render
 from analysis.scaling import scaling
 from analysis.scaling.from_table import scaling_points
 from analysis.scaling.predict import PredictSettings, predict
 from analysis.scaling.table_points import TableColumns
-from analysis.table import render
 from records.reader import open_store
 from tests.analysis.scaling.synthetic_tables import (
     CHINCHILLA_LIKE,

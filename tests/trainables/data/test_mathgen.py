@@ -9,7 +9,6 @@ import random
 import re
 import subprocess
 import sys
-import warnings
 from decimal import Decimal
 from pathlib import Path
 
@@ -216,41 +215,6 @@ def test_extrapolate_uses_bigger_problems_and_skips_modules_without_one() -> Non
 def test_bad_arguments_are_named(modules, n, split, seed, error, match) -> None:
     with pytest.raises(error, match=match):
         mathgen.generate(modules, n, split, seed)
-
-
-def test_shims_are_idempotent() -> None:
-    mathgen.apply_generator_shims()
-    mathgen.apply_generator_shims()
-    from mathematics_dataset.util import composition
-    from sympy.solvers.diophantine.diophantine import base_solution_linear
-
-    assert sys.modules["sympy.solvers.diophantine"].base_solution_linear is base_solution_linear
-    letters = composition._ALLOWED_SYMBOLS
-    assert list(letters) == sorted(set("abcdefghijklmnopqrstuvwxyz") - {"e"})
-    assert list(letters.difference({"a", "z"})) == sorted(set(letters) - {"a", "z"})
-    assert type(letters).__name__ == "_SortedLetters"
-    mathgen.apply_generator_shims()
-    assert composition._ALLOWED_SYMBOLS is letters
-
-
-def test_round_number_runs_without_float_randint() -> None:
-    from mathematics_dataset.modules import numbers as numbers_module
-
-    with warnings.catch_warnings():
-        # Python 3.11 warns on float arguments to random.randint, 3.12 raises TypeError.
-        warnings.simplefilter("error", DeprecationWarning)
-        records = mathgen.generate(["numbers__round_number"], 200, "train", 0)
-    assert len(records) == 200
-    stand_in = numbers_module.random
-    random.seed(5)
-    drawn = stand_in.randint(-50.0, 49.0)
-    random.seed(5)
-    assert drawn == random.randint(-50, 49) and isinstance(drawn, int)
-    # A non-integral float is still rejected (ValueError on 3.11 after a warning, TypeError later).
-    with warnings.catch_warnings(), pytest.raises((ValueError, TypeError)):
-        warnings.simplefilter("ignore", DeprecationWarning)
-        stand_in.randint(0.5, 3)
-    assert stand_in.uniform is random.uniform
 
 
 def _answer_digits(records) -> float:

@@ -258,7 +258,7 @@ def ray_local():
 
 @pytest.mark.slow
 def test_a_deepspeed_trial_learns_the_stdlib_corpus(tmp_path, ray_local):
-    from tests.trainables.test_training import run
+    from tests.trainables.worker.test_training import run
 
     config = {
         "model": {"preset": "tiny", "vocab_size": 400},

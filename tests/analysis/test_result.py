@@ -1,8 +1,8 @@
-"""analysis.table: the layout helpers every command's tables go through."""
+"""analysis.result: the layout helpers every command's tables go through."""
 
 from __future__ import annotations
 
-from analysis.table import DASH, pivot_rows
+from analysis.result import DASH, pivot_rows
 
 
 def test_pivot_rows_places_each_record_in_its_cell_and_marks_from_the_record() -> None:

@@ -1,5 +1,5 @@
 """A trial's worker imports DeepSpeed without the MLflow client DeepSpeed's autotuner would pull
-in (`trainables.worker.deepspeed_import`), and MLflow stays importable afterwards."""
+in (`compat.deepspeed_private.import_deepspeed`), and MLflow stays importable afterwards."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_the_worker_imports_deepspeed_but_not_mlflow() -> None:
     )
     assert run_python(worker) == ["True", "False"]
     after = (
-        "import sys; from trainables.worker.deepspeed_import import import_deepspeed;"
+        "import sys; from compat.deepspeed_private import import_deepspeed;"
         " import_deepspeed();"
         " import mlflow; print(sys.modules['mlflow'] is mlflow, hasattr(mlflow, 'log_metric'))"
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from analysis.choices import ALTERNATIVES
+from analysis.option_choices import ALTERNATIVES
 from records.errors import ResultsError
 
 

@@ -1,4 +1,4 @@
-"""The trainer a trial runs (`orchestrator.trial_trainer`): Ray Train's default callbacks, less
+"""The trainer a trial runs (`compat.ray_trainer`): Ray Train's default callbacks, less
 the Ray Datasets one (a `DatasetManager` actor per run) when the trainer has no datasets."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import ray.train
 from ray.train.torch import TorchTrainer
 from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
 
-from orchestrator.trial_trainer import TrialTrainer
+from compat.ray_trainer import TrialTrainer
 
 
 def callbacks(trainer_cls, tmp_path, **kwargs) -> list[str]:

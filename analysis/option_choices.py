@@ -10,7 +10,7 @@ CORRECTIONS: tuple[str, ...] = ("holm", "bh", "none")
 """holm: Holm's step-down (family-wise error rate); bh: Benjamini–Hochberg (false discovery
 rate); none: raw p-values."""
 
-FAMILIES: tuple[str, ...] = ("table", "metric", "all")
+CORRECTION_FAMILIES: tuple[str, ...] = ("table", "metric", "all")
 """What one multiple-comparison correction counts as a family: every paired test of one table
 (panel), the tests of one metric column (every arm against the baseline), or every test the
 command makes."""

@@ -1,8 +1,8 @@
 """Importing a module while some others are marked absent, so that its optional
 `try: import X` takes its fallback: for libraries that import a heavy client numsweep's process
 never calls (DeepSpeed's autotuner and MLflow in a trial's worker,
-`trainables.worker.deepspeed_import`; Ray Tune's usage tagging and the tracking clients in the
-driver, `orchestrator.tracking`)."""
+`compat.deepspeed_private.import_deepspeed`; Ray Tune's usage tagging and the tracking clients in
+the driver, `compat.ray_private.integrations_kept_out`)."""
 
 from __future__ import annotations
 

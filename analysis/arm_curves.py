@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis.arm_values import arm_seed_values
 from analysis.arms import Arms
 from analysis.seed_stats import t_quantile
+from analysis.seed_values import arm_seed_values
 from records.reader import Store, read_latest
 
 

@@ -6,14 +6,22 @@ workers. numsweep's workers build their own data (`trainables.worker.trial_input
 Train no dataset, so that actor is one more Python process per trial and per worker-group restart:
 about 3 s of CPU (importing Ray Data) while the trial's worker is starting, on the project
 machine's 2 cores (bench/README.md, "Start-up"). A trainer given datasets keeps the callback.
+
+Overriding `_create_default_callbacks` and naming `DatasetsCallback` are uses of Ray's private
+API, checked against `compat.ray_private.RAY` when this module is imported.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ray.train.torch import TorchTrainer
-from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+from compat.ray_private import RAY
+from compat.versions import require
+
+require(RAY)
+
+from ray.train.torch import TorchTrainer  # noqa: E402  (after the version check)
+from ray.train.v2._internal.callbacks.datasets import DatasetsCallback  # noqa: E402
 
 
 class TrialTrainer(TorchTrainer):

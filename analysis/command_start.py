@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.table import Result
+from analysis.result import Result
 from records.reader import Store, current_trials
 
 

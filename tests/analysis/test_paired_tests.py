@@ -1,4 +1,4 @@
-"""TOST, one-sided paired tests and the paired ANCOVA (analysis/paired_stats.py and the
+"""TOST, one-sided paired tests and the paired ANCOVA (analysis/paired_tests.py and the
 ablation's --equivalence, --alternative, --adjust-for) against statsmodels (`ttost_paired`,
 OLS) and scipy (`ttest_rel(alternative=)`), with their edge cases and bad input."""
 
@@ -13,7 +13,7 @@ from scipy import stats
 from statsmodels.stats.weightstats import ttost_paired
 
 from analysis.__main__ import main
-from analysis.paired_stats import paired_ancova, tost_paired
+from analysis.paired_tests import paired_ancova, tost_paired
 from tests.analysis.curve_fixtures import ACC, ENT, write_curve_store
 
 RNG = np.random.default_rng(3)
