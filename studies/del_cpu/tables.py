@@ -11,16 +11,14 @@ lists the commands. The hypothesis families are the pre-registered ones (README)
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from analysis.__main__ import run as analysis_run
-from analysis.__main__ import save
 from analysis.search import search
+from analysis.study_report import StudyReport
 from records.reader import open_store
 
 H6_METRICS = ["eval/test/digit_acc", "gen/mathgen/exact_match"]
@@ -147,19 +145,13 @@ def best_setting(root: str) -> tuple[float, float]:
     return float(record["alpha"]), float(record["decay_base"])
 
 
-def run(out: Path, name: str, args: list[str], index: list[str]) -> None:
-    """One analysis command, saved as OUT/<name>.md and OUT/<name>.json."""
-    save(args, out / name)
-    index.append(f"{name}: python -m analysis {shlex.join(args)}")
-
-
-def test_family(out: Path, command: list[str], family: Family, index: list[str]) -> dict:
+def test_family(report: StudyReport, command: list[str], family: Family) -> dict:
     """One family's paired tests (`ablation --baseline … --arms … --family all`, so Holm covers
     exactly its components), saved as OUT/<name>.md/.json, and its verdict."""
     arm_args = [a for arm in family.predicted for a in ("--arms", arm)]
     chosen = ["--metrics", ",".join(family.metrics), "--family", "all"]
-    run(out, family.name, [*command, "--baseline", family.baseline, *arm_args, *chosen], index)
-    tables = json.loads((out / f"{family.name}.json").read_text())["tables"]
+    argv = [*command, "--baseline", family.baseline, *arm_args, *chosen]
+    tables = report.command_json(family.name, argv)["tables"]
     return verdict([r for t in tables for r in t.get("records") or []], family)
 
 
@@ -200,36 +192,34 @@ def write_verdicts(out: Path, verdicts: list[dict]) -> None:
 
 
 def main(root: str, out_dir: str) -> None:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    index: list[str] = []
+    report = StudyReport(out_dir)
     ablation = ["ablation", root, "--experiment", ABLATION]
     verdicts = []
     for family in families(INTERPOLATION, "") + families(EXTRAPOLATION, "_extra"):
-        verdicts.append(test_family(out, [*ablation], family, index))
-    run(out, "secondary", [*ablation, "--metrics", ",".join(SECONDARY), "--family", "all"], index)
-    run(out, "entropy", ["entropy", root, "--experiment", ABLATION], index)
+        verdicts.append(test_family(report, [*ablation], family))
+    report.command("secondary", [*ablation, "--metrics", ",".join(SECONDARY), "--family", "all"])
+    report.command("entropy", ["entropy", root, "--experiment", ABLATION])
     present = open_store(root).experiments
     not_run = [e for e in (SEARCH, CONFIRM) if e not in present]
     if SEARCH in present:
         search_args = ["search", root, "--experiment", SEARCH]
-        run(out, "search", [*search_args, "--objective", "eval/test/digit_acc:max"], index)
+        report.command("search", [*search_args, "--objective", "eval/test/digit_acc:max"])
     if CONFIRM in present:
         # H6 (exploratory): DEL at the search's best setting against the default and MLE.
         both = ["ablation", root, "--experiment", ABLATION, "--experiment", CONFIRM, "--pool"]
         h6 = ["experiment", "--metrics", ",".join(H6_METRICS)]
-        run(out, "H6_vs_mle", [*both, *h6, "--family", "all"], index)
+        report.command("H6_vs_mle", [*both, *h6, "--family", "all"])
         alpha, beta = best_setting(root)
         default = "del (alpha=0.01, decay_base=1.02, distance=False)"
         tuned = f"del (alpha={alpha:g}, decay_base={beta:g}, distance=False)"
         if tuned != default:
             h6_family = Family("H6", default, {tuned: +1}, H6_METRICS)
-            verdicts.append(test_family(out, [*both, "experiment"], h6_family, index))
-    index += [f"not in the store (not run): {e}" for e in not_run]
-    write_verdicts(out, verdicts)
-    analysis_run(["report", root, "--experiment", ABLATION, "-o", str(out / "ablation")])
-    index.append(f"ablation/index.html: python -m analysis report {root} --experiment {ABLATION}")
-    (out / "index.txt").write_text("\n".join(index) + "\n")
+            verdicts.append(test_family(report, [*both, "experiment"], h6_family))
+    for experiment in not_run:
+        report.note(f"not in the store (not run): {experiment}")
+    write_verdicts(report.out, verdicts)
+    report.page(root, ABLATION, "ablation")
+    report.close()
 
 
 if __name__ == "__main__":

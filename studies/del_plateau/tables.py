@@ -12,15 +12,13 @@ OUT/index.txt lists the commands. The verdict rules are the pre-registered ones 
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analysis.__main__ import run as analysis_run
-from analysis.__main__ import save
 from analysis.family_rules import Component, FamilyVerdict, all_of, any_of
+from analysis.study_report import StudyReport
 from records.reader import load_trials, open_store
 
 TRIALS = 24
@@ -47,13 +45,6 @@ SECONDARY_FINAL = [
     "gen/mathgen_extra/log_error",
 ]
 """Secondary generation metrics (generated once, at the last step: the final value)."""
-
-
-def run(out: Path, name: str, args: list[str], index: list[str]) -> dict[str, Any]:
-    """One analysis command, saved as OUT/<name>.md and OUT/<name>.json; its JSON."""
-    save(args, out / name)
-    index.append(f"{name}: python -m analysis {shlex.join(args)}")
-    return json.loads((out / f"{name}.json").read_text())
 
 
 def records(result: dict[str, Any], arm: str, metric: str) -> dict[str, Any] | None:
@@ -197,53 +188,53 @@ def _g(x: float | None, spec: str) -> str:
     return "—" if x is None else format(x, spec)
 
 
-def primary(out: Path, root: str, index: list[str]) -> dict[str, Any]:
+def primary(report: StudyReport, root: str) -> dict[str, Any]:
     """The primary tests (README, "Hypotheses") and their verdicts."""
     base = ["ablation", root, "--experiment", MAIN, "--value", SUMMARY, "--metrics", PRIMARY]
     doses = [a for arm in DOSES for a in ("--arms", arm)]
     family = ["--family", "all"]
     tost = ["--equivalence", str(SESOI)]
-    greater = run(
-        out, "primary", [*base, *doses, *family, "--alternative", "greater", *tost], index
+    greater = report.command_json(
+        "primary", [*base, *doses, *family, "--alternative", "greater", *tost]
     )
-    less = run(out, "primary_less", [*base, *doses, *family, "--alternative", "less"], index)
-    control = run(out, "control", [*base, "--arms", CONTROL, *tost], index)
+    less = report.command_json("primary_less", [*base, *doses, *family, "--alternative", "less"])
+    control = report.command_json("control", [*base, "--arms", CONTROL, *tost])
     v = verdicts(greater, less, control)
-    write_verdicts(out, v)
+    write_verdicts(report.out, v)
     return v
 
 
-def secondary(out: Path, root: str, index: list[str]) -> None:
+def secondary(report: StudyReport, root: str) -> None:
     """The secondary table (two-sided, Holm over each command's table), the accuracy-adjusted
     digit entropy, the power reached, the plateau check and the DEL term's share of the loss."""
     main = ["ablation", root, "--experiment", MAIN]
     curve = [*main, "--value", SUMMARY, "--metrics", ",".join(SECONDARY_CURVE), "--family", "all"]
-    run(out, "secondary_curve", curve, index)
+    report.command("secondary_curve", curve)
     final = [*main, "--metrics", ",".join(SECONDARY_FINAL), "--family", "all"]
-    run(out, "secondary_final", final, index)
+    report.command("secondary_final", final)
     entropy = [*main, "--value", SUMMARY, "--metrics", "eval/test/digit_entropy"]
-    run(out, "entropy_adjusted", [*entropy, "--adjust-for", PRIMARY], index)
+    report.command("entropy_adjusted", [*entropy, "--adjust-for", PRIMARY])
     power = ["power", root, "--experiment", MAIN, "--metric", PRIMARY, "--value", SUMMARY]
-    run(out, "power_reached", [*power, "--delta", str(SESOI), "--one-sided"], index)
+    report.command("power_reached", [*power, "--delta", str(SESOI), "--one-sided"])
     plateau = ["plateau", root, "--experiment", MAIN, "--metric", PRIMARY, "--last", "3"]
-    run(out, "plateau", plateau, index)
+    report.command("plateau", plateau)
     share = [*main, "--value", "auc:5000-6000", "--metrics", "train/aux,train/loss,train/ce"]
-    run(out, "del_term", share, index)
+    report.command("del_term", share)
 
 
-def pilot(out: Path, root: str, index: list[str]) -> None:
+def pilot(report: StudyReport, root: str) -> None:
     """The pilot's plateau check and power analysis, as the registration used them."""
     plateau = ["plateau", root, "--experiment", PILOT, "--metric", PRIMARY]
-    run(out, "pilot_plateau_last3", [*plateau, "--last", "3"], index)
-    run(out, "pilot_plateau_last5", [*plateau, "--last", "5"], index)
+    report.command("pilot_plateau_last3", [*plateau, "--last", "3"])
+    report.command("pilot_plateau_last5", [*plateau, "--last", "5"])
     metrics = ["--metric", PRIMARY, "--metric", "eval/extra/digit_acc"]
     metrics += ["--metric", "gen/mathgen/exact_match"]
     values = ["--value", "final,last:3,last:5,auc,auc:4000-6000"]
     power = ["power", root, "--experiment", PILOT, *metrics, *values, "--delta", str(SESOI)]
-    run(out, "pilot_power", [*power, "--one-sided"], index)
-    run(out, "pilot_power_holm", [*power, "--one-sided", "--alpha", str(ALPHA / 2)], index)
+    report.command("pilot_power", [*power, "--one-sided"])
+    report.command("pilot_power_holm", [*power, "--one-sided", "--alpha", str(ALPHA / 2)])
     share = ["ablation", root, "--experiment", PILOT, "--value", "auc:5000-6000"]
-    run(out, "pilot_del_term", [*share, "--metrics", "train/aux,train/loss,train/ce"], index)
+    report.command("pilot_del_term", [*share, "--metrics", "train/aux,train/loss,train/ce"])
 
 
 def finished(root: str) -> int:
@@ -255,19 +246,16 @@ def finished(root: str) -> int:
 
 
 def main(pilot_root: str, root: str, out_dir: str) -> None:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    index: list[str] = []
-    pilot(out, pilot_root, index)
+    report = StudyReport(out_dir)
+    pilot(report, pilot_root)
     done = finished(root)
     if done == TRIALS:
-        primary(out, root, index)
-        secondary(out, root, index)
-        analysis_run(["report", root, "--experiment", MAIN, "-o", str(out / "main")])
-        index.append(f"main/index.html: python -m analysis report {root} --experiment {MAIN}")
+        primary(report, root)
+        secondary(report, root)
+        report.page(root, MAIN, "main")
     else:
-        index.append(f"{MAIN}: {done} of {TRIALS} trials finished: no test is read before all are")
-    (out / "index.txt").write_text("\n".join(index) + "\n")
+        report.note(f"{MAIN}: {done} of {TRIALS} trials finished: no test is read before all are")
+    report.close()
 
 
 if __name__ == "__main__":

@@ -14,16 +14,14 @@ TOST). OUT/verdicts.md and .json apply the registered rules (README, Hypotheses)
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from lr_choice import FAMILY
 
-from analysis.__main__ import run as analysis_run
-from analysis.__main__ import save
 from analysis.figures import plot_scaling
+from analysis.study_report import StudyReport, json_records
 
 EXPERIMENT = "scaling-code-main"
 SPLIT = "eval/test"
@@ -39,12 +37,6 @@ EXPONENT_BOUND = 0.01
 (README, "Power": a fifth of the pilot's CE exponent, −0.056)."""
 S1_FORM = "huber"
 """S1 is judged on the saturating form fitted by the Huber loss (the field's); plain reported."""
-
-
-def records(path: Path, table: str) -> list[dict[str, Any]]:
-    """The records of one table of an analysis command's JSON output."""
-    tables = json.loads(path.read_text())["tables"]
-    return [r for t in tables if t["name"] == table for r in t.get("records") or []]
 
 
 def judged(hypothesis: str, loss: str, verdict: str, numbers: str, primary: bool) -> dict:
@@ -134,25 +126,25 @@ def verdicts(out: Path) -> list[dict[str, Any]]:
     """S1–S4 per loss (primary: mle; S4 compares the two) from the tables in OUT."""
     scaling = out / "scaling.json"
     found = []
-    for r in records(scaling, "scaling_prediction"):
+    for r in json_records(scaling, "scaling_prediction"):
         numbers = (
             f"{r['form']}: ΔLOO EE − CE {_ci(r, 'loo_diff')}; "
             f"Δ|extrap.| EE − CE {_ci(r, 'extrap_diff')}"
         )
         primary = r["loss"] == "mle" and r["form"] == S1_FORM
         found.append(judged("S1", f"{r['loss']} ({r['form']})", s1(r), numbers, primary))
-    for r in records(scaling, "scaling_ee_share_trend"):
+    for r in json_records(scaling, "scaling_ee_share_trend"):
         if r.get("axis", "N") == "N":
             numbers = f"slope {r['slope_per_decade']:+.4f} per decade [{_ci(r, None)}]"
             found.append(judged("S2", r["loss"], s2(r), numbers, r["loss"] == "mle"))
-    power = records(out / "S3.json", "scaling_power")
+    power = json_records(out / "S3.json", "scaling_power")
     for loss in sorted({r["loss"] for r in power}):
         mine = [r for r in power if r["loss"] == loss and r["metric"].startswith(SPLIT)]
         numbers = "; ".join(
             f"{r['metric'].rsplit('/', 1)[1]}: a {r['a']:+.4f} 90% [{_ci(r, 'a')}]" for r in mine
         )
         found.append(judged("S3", loss, s3(mine), numbers, loss == "mle"))
-    ablation = records(out / "S4.json", "ablation_test")
+    ablation = json_records(out / "S4.json", "ablation_test")
     numbers = "; ".join(
         f"{r['metric'].rsplit('/', 1)[1]}: Δ {r['mean_diff']:+.4g} (p {r['p']:.3g}"
         + (f", TOST ±{EE_MARGIN} p {r['tost_p']:.3g}" if r.get("tost_p") is not None else "")
@@ -184,23 +176,16 @@ def write_verdicts(out: Path, found: list[dict[str, Any]]) -> None:
     (out / "verdicts.md").write_text("\n".join(lines) + "\n")
 
 
-def run(out: Path, name: str, args: list[str], index: list[str]) -> Any:
-    """One analysis command, saved as OUT/<name>.md and OUT/<name>.json; its result."""
-    result = save(args, out / name)
-    index.append(f"{name}: python -m analysis {shlex.join(args)}")
-    return result
-
-
-def draw_fits(out: Path, result: Any, index: list[str]) -> None:
+def draw_fits(report: StudyReport, result: Any) -> None:
     """OUT/fits_<loss>.png: log-log panels of CE, EE, SA and log-confidence against N with the
     plain power law, the saturating form by least squares and by Huber loss (the main run)."""
     metrics = [f"{SPLIT}/{m}" for m in DECOMPOSITION]
     entries = [e for e in result.figure_data["scaling"] if e["axis"] == "N"]
     for loss in sorted({e["group"] for e in entries}):
         mine = [e for e in entries if e["group"] == loss]
-        path = out / f"fits_{loss.replace('=', '_').replace(' ', '_')}.png"
+        path = report.out / f"fits_{loss.replace('=', '_').replace(' ', '_')}.png"
         plot_scaling(mine, metrics, path, f"study 4, {loss}, held-out ({SPLIT})")
-        index.append(f"{path.name}: the scaling run's fits, {loss}")
+        report.note(f"{path.name}: the scaling run's fits, {loss}")
 
 
 def grid_experiments(root: str) -> str:
@@ -210,30 +195,25 @@ def grid_experiments(root: str) -> str:
 
 
 def main(root: str, out_dir: str) -> None:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    index: list[str] = []
+    report = StudyReport(out_dir)
     gate = ["scaling", root, "--experiment", grid_experiments(root), "--pool-experiments"]
     gate += ["--models", ",".join(FAMILY)]
-    run(out, "gate", [*gate, "--gate", "--metrics", f"{SPLIT}/ce"], index)
+    report.command("gate", [*gate, "--gate", "--metrics", f"{SPLIT}/ce"])
     metrics = ",".join(f"{SPLIT}/{m}" for m in DECOMPOSITION)
     scaling = ["scaling", root, "--experiment", EXPERIMENT, "--metrics", metrics]
     robust = ["--robust", "--fit-bootstrap", "200", "--bootstrap", "2000", "--seed", "0"]
-    draw_fits(out, run(out, "scaling", [*scaling, *robust], index), index)
+    draw_fits(report, report.command("scaling", [*scaling, *robust]))
     bounded = [f"{SPLIT}/self_alignment", f"{SPLIT}/log_confidence"]
     s3_args = ["scaling", root, "--experiment", EXPERIMENT, "--metrics", ",".join(bounded)]
-    run(out, "S3", [*s3_args, "--level", "0.90", "--seed", "0"], index)
+    report.command("S3", [*s3_args, "--level", "0.90", "--seed", "0"])
     s4_args = ["ablation", root, "--experiment", EXPERIMENT, "--block", "model"]
     s4_args += ["--metrics", f"{SPLIT}/log_confidence,{SPLIT}/error_entropy"]
-    run(out, "S4", [*s4_args, "--equivalence", str(EE_MARGIN)], index)
-    run(
-        out, "per_size", ["ablation", root, "--experiment", EXPERIMENT, "--metrics", metrics], index
-    )
-    analysis_run(["report", root, "--experiment", EXPERIMENT, "-o", str(out / "report")])
-    index.append(f"report/index.html: python -m analysis report {root} --experiment {EXPERIMENT}")
-    write_verdicts(out, verdicts(out))
-    index.append("verdicts: studies/scaling_code/tables.py (S1-S4 by the registered rules)")
-    (out / "index.txt").write_text("\n".join(index) + "\n")
+    report.command("S4", [*s4_args, "--equivalence", str(EE_MARGIN)])
+    report.command("per_size", ["ablation", root, "--experiment", EXPERIMENT, "--metrics", metrics])
+    report.page(root, EXPERIMENT, "report")
+    write_verdicts(report.out, verdicts(report.out))
+    report.note("verdicts: studies/scaling_code/tables.py (S1-S4 by the registered rules)")
+    report.close()
 
 
 if __name__ == "__main__":

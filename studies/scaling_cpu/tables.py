@@ -12,16 +12,14 @@ family; `budget` lists every trial's tokens seen and training FLOPs (6·N·D). O
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from analysis.__main__ import run as analysis_run
-from analysis.__main__ import save
 from analysis.result import Result, Table, render
+from analysis.study_report import StudyReport, json_records
 from records.reader import current_trials, open_store, read_latest
 
 EXPERIMENT = "scaling-cpu"
@@ -31,12 +29,6 @@ ALPHA = 0.05
 PRIMARY = ("mle", "test")
 """The (loss, split) S1-S3 are judged on; the others are reported with the same rules."""
 SPLITS = {"test": "eval/test", "extra": "eval/extra"}
-
-
-def records(path: Path, table: str) -> list[dict[str, Any]]:
-    """The records of one table of an analysis command's JSON output."""
-    tables = json.loads(path.read_text())["tables"]
-    return [r for t in tables if t["name"] == table for r in t.get("records") or []]
 
 
 def judged(hypothesis: str, loss: str, split: str, verdict: str, numbers: str) -> dict[str, Any]:
@@ -153,13 +145,13 @@ def s4(ablation_records: list[dict[str, Any]], split: str, alpha: float = ALPHA)
 def verdicts(out: Path) -> list[dict[str, Any]]:
     """S1-S4 for every (loss, split) the tables in OUT hold; `primary` marks the judged one."""
     scaling = out / "scaling.json"
-    power = records(scaling, "scaling_power")
-    found = [s1(r) for r in records(scaling, "scaling_verdict") if r["axis"] == "N"]
-    found += [s2(r) for r in records(scaling, "scaling_ee_share_trend") if r["axis"] == "N"]
+    power = json_records(scaling, "scaling_power")
+    found = [s1(r) for r in json_records(scaling, "scaling_verdict") if r["axis"] == "N"]
+    found += [s2(r) for r in json_records(scaling, "scaling_ee_share_trend") if r["axis"] == "N"]
     pairs = sorted({(r["loss"], split) for r in found for split in [r["split"]]})
     found += [s3(power, loss, split) for loss, split in pairs]
     found += [
-        s4(records(out / name, "ablation_" + split), split)
+        s4(json_records(out / name, "ablation_" + split), split)
         for name, split in (("S4.json", "test"), ("S4_extra.json", "extra"))
     ]
     for v in found:
@@ -181,12 +173,6 @@ def write_verdicts(out: Path, found: list[dict[str, Any]]) -> None:
         cells = [v["hypothesis"], v["loss"], v["split"], judged, v["verdict"], v["numbers"]]
         lines.append("| " + " | ".join(cells) + " |")
     (out / "verdicts.md").write_text("\n".join(lines) + "\n")
-
-
-def run(out: Path, name: str, args: list[str], index: list[str]) -> None:
-    """One analysis command, saved as OUT/<name>.md and OUT/<name>.json."""
-    save(args, out / name)
-    index.append(f"{name}: python -m analysis {shlex.join(args)}")
 
 
 def budget(root: str) -> Result:
@@ -234,28 +220,23 @@ def budget(root: str) -> Result:
 
 
 def main(root: str, out_dir: str) -> None:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    index: list[str] = []
+    report = StudyReport(out_dir)
     metrics = ",".join(f"eval/{s}/{m}" for s in ("test", "extra") for m in DECOMPOSITION)
     scaling = ["scaling", root, "--experiment", EXPERIMENT, "--metrics", metrics]
-    run(out, "scaling", [*scaling, "--bootstrap", "2000", "--seed", "0"], index)
+    report.command("scaling", [*scaling, "--bootstrap", "2000", "--seed", "0"])
     s4 = ["ablation", root, "--experiment", EXPERIMENT, "--block", "model"]
     s4 += ["--metrics", "eval/test/log_confidence,eval/test/error_entropy", "--family", "all"]
-    run(out, "S4", s4, index)
+    report.command("S4", s4)
     s4_extra = [*s4[:-4], "--metrics", "eval/extra/log_confidence,eval/extra/error_entropy"]
-    run(out, "S4_extra", [*s4_extra, "--family", "all"], index)
-    run(
-        out, "per_size", ["ablation", root, "--experiment", EXPERIMENT, "--metrics", metrics], index
-    )
+    report.command("S4_extra", [*s4_extra, "--family", "all"])
+    report.command("per_size", ["ablation", root, "--experiment", EXPERIMENT, "--metrics", metrics])
     for fmt in ("md", "json"):
-        (out / f"budget.{fmt}").write_text(render(budget(root), fmt))
-    index.append("budget: studies/scaling_cpu/tables.py (tokens seen and 6·N·D per trial)")
-    analysis_run(["report", root, "--experiment", EXPERIMENT, "-o", str(out / "report")])
-    index.append(f"report/index.html: python -m analysis report {root} --experiment {EXPERIMENT}")
-    write_verdicts(out, verdicts(out))
-    index.append("verdicts: studies/scaling_cpu/tables.py (S1-S4 by the pre-registered rules)")
-    (out / "index.txt").write_text("\n".join(index) + "\n")
+        (report.out / f"budget.{fmt}").write_text(render(budget(root), fmt))
+    report.note("budget: studies/scaling_cpu/tables.py (tokens seen and 6·N·D per trial)")
+    report.page(root, EXPERIMENT, "report")
+    write_verdicts(report.out, verdicts(report.out))
+    report.note("verdicts: studies/scaling_cpu/tables.py (S1-S4 by the pre-registered rules)")
+    report.close()
 
 
 if __name__ == "__main__":

@@ -9,17 +9,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.project.test_import_graph import ROOT, project_modules
+from tests.project.test_import_graph import PACKAGES, ROOT, project_modules
 
-ROOMS_OUTSIDE_COMPAT = (
-    "records",
-    "orchestrator",
-    "trainables",
-    "analysis",
-    "studies",
-    "bench",
-    "cluster",
-)
+ROOMS_OUTSIDE_COMPAT = tuple(room for room in PACKAGES if room != "compat")
 
 
 def _private(name: str) -> bool:

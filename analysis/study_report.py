@@ -1,0 +1,65 @@
+"""A study's report folder, written from its results store alone: each analysis command run once
+and saved as `<name>.md` (to read) and `<name>.json` (full precision, to quote from), report
+pages, files the study's own script makes, and `index.txt`, a line per file saying what remakes
+it. The skeleton every `studies/*/tables.py` shares; what differs between studies (their
+commands, verdict rules, verdict tables) stays in each script.
+
+The commands are given as `python -m analysis` argument lists, which `index.txt` lists as they
+are, so each file of a report names the one command that remakes it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.__main__ import run, save
+from analysis.result import Result
+
+
+def json_records(path: Path, table: str) -> list[dict[str, Any]]:
+    """The records of table `table` in an analysis command's JSON output at `path`."""
+    tables = json.loads(path.read_text())["tables"]
+    return [r for t in tables if t["name"] == table for r in t.get("records") or []]
+
+
+class StudyReport:
+    """The report folder `out` (made if missing) and its index, written by `close`."""
+
+    def __init__(self, out: str | Path) -> None:
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.index: list[str] = []
+
+    def command(self, name: str, argv: Sequence[str]) -> Result | None:
+        """`python -m analysis ARGV`, saved as OUT/<name>.md and OUT/<name>.json; its result."""
+        result = save(argv, self.out / name)
+        self.index.append(f"{name}: python -m analysis {shlex.join(argv)}")
+        return result
+
+    def command_json(self, name: str, argv: Sequence[str]) -> dict[str, Any]:
+        """`command`, and the JSON it wrote (every table's records, full precision)."""
+        self.command(name, argv)
+        return json.loads((self.out / f"{name}.json").read_text())
+
+    def records(self, name: str, table: str) -> list[dict[str, Any]]:
+        """The records of table `table` of the command saved as `name`."""
+        return json_records(self.out / f"{name}.json", table)
+
+    def page(self, root: str, experiment: str, folder: str) -> None:
+        """The static HTML report of `experiment` under `root`, in OUT/<folder>/index.html."""
+        run(["report", root, "--experiment", experiment, "-o", str(self.out / folder)])
+        self.index.append(
+            f"{folder}/index.html: python -m analysis report {root} --experiment {experiment}"
+        )
+
+    def note(self, line: str) -> None:
+        """An index line for a file the study's script wrote itself, or for what is missing."""
+        self.index.append(line)
+
+    def close(self) -> None:
+        """OUT/index.txt: the index lines in the order the files were written."""
+        (self.out / "index.txt").write_text("\n".join(self.index) + "\n")
