@@ -48,3 +48,8 @@ def test_a_committed_report_rebuilds_byte_for_byte(study: str, tmp_path: Path) -
     assert sorted(rebuilt) == sorted(committed)
     differ = [name for name in committed if committed[name] != rebuilt[name]]
     assert not differ, f"{study}: rebuilt differently: {differ}"
+
+
+def test_every_committed_report_is_rebuilt_here() -> None:
+    committed = {path.parent.name for path in (ROOT / "studies").glob("*/report") if path.is_dir()}
+    assert committed == set(REPORTS)
