@@ -69,12 +69,18 @@ def _as_int_if_integral(value: int | float) -> int | float:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+def check_versions() -> None:
+    """UnsupportedVersion, naming the library, where mathematics_dataset or sympy is outside the
+    range the shims were checked against."""
+    require(MATHEMATICS_DATASET)
+    require(SYMPY)
+
+
 def apply_generator_shims() -> None:
     """Make ``mathematics_dataset`` importable with current sympy, independent of the string hash
     seed and free of float arguments to ``random.randint`` (idempotent; see the module doc).
     UnsupportedVersion, naming the library, outside `MATHEMATICS_DATASET`'s or `SYMPY`'s range."""
-    require(MATHEMATICS_DATASET)
-    require(SYMPY)
+    check_versions()
     import sympy.solvers.diophantine  # noqa: F401  (loads the package into sys.modules)
 
     # `sympy.solvers.diophantine` as an attribute is the *function* diophantine, so the package

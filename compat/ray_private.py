@@ -4,6 +4,7 @@ with the versions named, rather than a private name silently meaning something e
 
 - `LOOPBACK_ENV` (for orchestrator, cluster/local.py): the env switch that keeps an embedded Ray's
   addresses loopback.
+- `head_node_resource` (for orchestrator.trial_placement): the head node's own resource name.
 - `local_system_config` (for orchestrator.local_ray): `ray.init(_system_config=…)`: worker niceness.
 - `ray_cli_main` (for cluster/local.py): `ray.scripts.scripts.ray_constants` (its worker-node
   refusal).
@@ -50,6 +51,14 @@ PRINTS, ROUTED = "ray_print_logs", "numsweep_worker_output"
 
 def ray_version() -> str:
     return installed_version("ray")
+
+
+def head_node_resource() -> str:
+    """The resource Ray gives the head node alone (`ray._common.constants.HEAD_NODE_RESOURCE_NAME`
+    in Ray 2.60; Ray's docs and Ray Train's placement-group cleaner place actors on the head with
+    it): a name, unlike a node id, that stays the same across restarts."""
+    require(RAY)
+    return "node:__internal_head__"
 
 
 def local_system_config() -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compat.mathgen_private import check_versions
 from orchestrator.sweep_file import SweepConfig
 from trainables.data import mathgen
 from trainables.data.benchmarks import load_benchmark
@@ -30,6 +31,10 @@ def preflight(sweep: SweepConfig) -> dict[str, str]:
     digits = vocabs[0] is not None  # the same tokenizer for every loss
     sweep.check_metrics(digits)
     data = trial.data
+    if data.source == "mathgen" or data.n_extra:
+        # The generator's library versions, here and not only where its shims are applied
+        # (a process applies them once, and a cached split is read without them).
+        check_versions()
     described = data.source if data.source == "mathgen" else str(data.path)
     if data.source == "text_files":
         # the files exist and more of them than are held out (the tokenizer above read them

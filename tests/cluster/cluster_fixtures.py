@@ -456,6 +456,16 @@ def control_actors(cluster: LocalCluster, job_id: str) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in sorted(where.items())}
 
 
+def actors_seen(cluster: LocalCluster, job_id: str) -> list[str]:
+    """Every actor of the job as the state API lists it (class, state, node): what a placement
+    assertion prints, so that a control actor missing from the live ones says where it went."""
+    names = cluster.node_names()
+    return sorted(
+        f"{a['class_name']} {a['state']} {names.get(a['node_id'], '?')}"
+        for a in cluster.actors(job_id)
+    )
+
+
 def start_midway(
     cluster: LocalCluster,
     work: Path,
@@ -511,6 +521,7 @@ def crash_node_midway(
     job to end (an AssertionError carrying the diagnosis otherwise)."""
     run = start_midway(cluster, work, runtime_env, experiment, timeout)
     run["placement"] = control_actors(cluster, run["job_id"])
+    run["actors_seen"] = actors_seen(cluster, run["job_id"])
     node_pids = cluster.pids(run["node"])
     run["step"] = stored_steps(run["results"], experiment)[run["trial"]]
     crashed_at = time.time()
@@ -530,6 +541,7 @@ def kill_controllers_midway(
     actor: only numsweep's reaper can give their CPUs back to the restarted trials."""
     run = start_midway(cluster, work, runtime_env, experiment, timeout, every_trial=True)
     run["placement"] = control_actors(cluster, run["job_id"])
+    run["actors_seen"] = actors_seen(cluster, run["job_id"])
     groups = [
         g["placement_group_id"]
         for g in cluster.list_state("placement_groups")

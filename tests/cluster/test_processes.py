@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -35,7 +37,16 @@ time.sleep(120)
 
 
 def _spawn(command: list[str], **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(command, stdin=subprocess.DEVNULL, **kwargs)
+    """`command` started, returned once the kernel shows its environment. Popen returns when the
+    child's exec has closed its close-on-exec pipe, which the kernel does before it lays out the
+    new program's environment: until then /proc/<pid>/environ reads empty, and a process found
+    by its environment is not found (seen once in a clean clone's suite, under load)."""
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, **kwargs)
+    deadline = time.monotonic() + 10
+    while not Path(f"/proc/{process.pid}/environ").read_bytes():
+        assert time.monotonic() < deadline, f"pid {process.pid}: no environment after 10 s"
+        time.sleep(0.01)
+    return process
 
 
 @pytest.fixture

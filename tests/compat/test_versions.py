@@ -40,6 +40,7 @@ def test_every_named_ray_function_checks_first(monkeypatch) -> None:
     monkeypatch.setattr(ray_private, "RAY", CheckedRange("ray", FAR, "99.0", "compat/x.py"))
     calls = [
         ray_private.local_system_config,
+        ray_private.head_node_resource,
         ray_private.tune_session_queues,
         ray_private.quiet_train_report_log,
         lambda: ray_private.is_worker_start_timeout(RuntimeError()),
@@ -89,7 +90,11 @@ def test_sweep_refuses_an_unchecked_ray_before_launching(monkeypatch, tmp_path, 
 
 def test_a_sweep_on_generated_data_refuses_an_unchecked_sympy(monkeypatch, tmp_path, capsys):
     import compat.mathgen_private as shims
+    from trainables.data import mathgen
 
+    # As in a process that generated problems before: its shims are applied once, and cached.
+    mathgen.generate(["arithmetic__add_or_sub"], 1, "train", 0)
+    mathgen.generate(["arithmetic__add_or_sub"], 1, "extrapolate", 0)
     monkeypatch.setattr(shims, "SYMPY", CheckedRange("sympy", FAR, "99.0", "compat/x.py"))
     compat.check_installed()  # sympy is not pinned: not among the checks run first
     results = tmp_path / "results"

@@ -8,7 +8,16 @@ import pytest
 import ray
 from ray import tune
 
-from orchestrator.trial_placement import HEAD_NODE_RESOURCE, trial_resources
+from compat.ray_private import head_node_resource
+from orchestrator.trial_placement import trial_resources
+
+HEAD_NODE_RESOURCE = head_node_resource()
+
+
+def test_the_heads_resource_is_rays_own_name_for_it() -> None:
+    from ray._common.constants import HEAD_NODE_RESOURCE_NAME
+
+    assert HEAD_NODE_RESOURCE == HEAD_NODE_RESOURCE_NAME
 
 
 def test_a_trial_asks_for_the_heads_own_resource_and_no_cpu() -> None:
