@@ -476,9 +476,11 @@ def start_midway(
 ) -> dict:
     """Submit the two-trial sweep (each trial one 1-CPU worker, so each takes one worker node)
     and return once both trials are training and one (`every_trial`: each) has a checkpoint on
-    disk (step 4) and steps still to go. Each trial has 20 steps, or 40 with `every_trial`: one
-    trial's start can lag the other's by longer than 16 steps take."""
-    steps = 40 if every_trial else 20
+    disk (step 4) and steps still to go. Each trial has 20 steps, or 80 with `every_trial`: one
+    trial's start can lag the other's by longer than 16 steps take (with 40 steps, a clean
+    clone's suite once waited 420 s for both to be midway at once). A timeout says what it saw
+    last: each trial's stored step and the nodes of the Train workers."""
+    steps = 80 if every_trial else 20
     config = sweep_config(experiment, steps=steps, every=4, max_failures=2, trial_max_failures=2)
     results = work / f"results-{experiment}"
     cluster.submit(experiment, runtime_env, *sweep_command(write_sweep(work, config), results))
@@ -487,15 +489,21 @@ def start_midway(
     )
     final = config["trial"]["train"]["steps"]
 
+    seen: dict[str, object] = {}
+
     def midway():
         steps = stored_steps(results, experiment)
         workers = list(cluster.train_workers(job_id).values())
+        seen.update(steps=steps, workers=workers)
         ready = [(t, node) for t, node in workers if 4 <= steps.get(t, -1) < final]
         if len(workers) == 2 and ready and (len(ready) == 2 or not every_trial):
             return ready[0]
         return None
 
-    trial_id, node = wait_for("a trial midway", midway, timeout, every=1)
+    try:
+        trial_id, node = wait_for("a trial midway", midway, timeout, every=1)
+    except AssertionError as err:
+        raise AssertionError(f"{err}; last seen: {seen}") from None
     return {"config": config, "results": results, "job_id": job_id, "trial": trial_id, "node": node}
 
 
