@@ -132,10 +132,9 @@ def select_values(latest: pl.DataFrame | pl.LazyFrame, spec: ValueSpec) -> pl.Da
     lf = latest.lazy()
     keys = ["experiment", "trial_id", "metric"]
     if spec.kind in ("last", "auc", "steps_to"):
-        summary = summarise(
+        return summarise(
             lf, spec.kind, count=spec.count, start=spec.start, end=spec.end, target=spec.target
         )
-        return summary.sort(keys)
     if spec.kind == "final":
         out = lf.group_by(keys).agg(pl.col("value").sort_by("step").last(), pl.col("step").max())
     elif spec.kind == "step":
@@ -156,9 +155,7 @@ def select_values(latest: pl.DataFrame | pl.LazyFrame, spec: ValueSpec) -> pl.Da
                 pl.col("step").sort_by(["_score", -pl.col("step")]).last(),
             )
         )
-    # In key order: polars' group-by hands groups out in no fixed order, and a mean over seeds
-    # taken next sums in row order, so its last bit would vary from read to read.
-    return out.collect().sort(keys)
+    return out.collect()
 
 
 def missing_values_note(latest: pl.DataFrame, picked: pl.DataFrame, spec: ValueSpec) -> str | None:

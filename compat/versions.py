@@ -47,6 +47,7 @@ def installed_version(library: str) -> str:
     return Version(importlib.metadata.version(library)).public
 
 
+@functools.cache
 def supported(checked: CheckedRange) -> bool:
     """Whether the installed `checked.library` is in `checked.spec` (pre-releases count)."""
     spec = SpecifierSet(checked.spec, prereleases=True)
