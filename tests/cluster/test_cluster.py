@@ -456,7 +456,8 @@ def assert_control_on_the_head(
     actor of the job as listed at that moment: one clean clone's suite once found no live Tune
     trial actor (ImplicitFunc) beside two live Train controllers, which this run did not repeat
     (three runs, one beside two busy processes); the list says what it was next time."""
-    seen = {"placement": placement, "every actor of the job": actors_seen}
+    # A string, not a dict: pytest shortens the repr of a long object in its report.
+    seen = f"placement: {placement}; every actor of the job: " + "; ".join(actors_seen or [])
     assert {"ImplicitFunc", "TrainController"} <= set(placement), seen
     assert {node for nodes in placement.values() for node in nodes} == {"head"}, seen
 
