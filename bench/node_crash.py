@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import tempfile
 import time
@@ -77,7 +78,8 @@ def _keep_head_logs(cluster: LocalCluster, into: Path) -> None:
     into.mkdir(parents=True, exist_ok=True)
     for out in logs.glob("worker-*.out"):
         head = out.read_text(errors="replace")[:2000]
-        if any(f":actor_name:{name}" in head for name in KEPT_LOGS):
+        # The header names the actor's class plainly or qualified (`wrap_function.<locals>.…`).
+        if any(re.search(rf":actor_name:(\S*\.)?{name}\b", head) for name in KEPT_LOGS):
             for path in (out, out.with_suffix(".err")):
                 if path.exists():
                     shutil.copy(path, into / path.name)

@@ -453,9 +453,9 @@ def assert_control_on_the_head(
 ) -> None:
     """Every trial's control actors (Tune's trial actor and queue, Ray Train's controller and
     synchronisation actor) ran on the head (orchestrator.trial_placement). On failure, every
-    actor of the job as listed at that moment: one clean clone's suite once found no live Tune
-    trial actor (ImplicitFunc) beside two live Train controllers, which this run did not repeat
-    (three runs, one beside two busy processes); the list says what it was next time."""
+    actor of the job as listed at that moment. (That list found why two clean clones had seen
+    no live `ImplicitFunc`: Ray listed it by its qualified name, which `LocalCluster.actors`
+    now shortens.)"""
     # A string, not a dict: pytest shortens the repr of a long object in its report.
     seen = f"placement: {placement}; every actor of the job: " + "; ".join(actors_seen or [])
     assert {"ImplicitFunc", "TrainController"} <= set(placement), seen
