@@ -50,11 +50,13 @@ from analysis.seed_stats import (
 from analysis.seed_values import SeedValues, arm_seed_values
 from analysis.selection import (
     FINAL,
+    VALUES_FLAG,
     ValueSpec,
     missing_values_note,
     select_values,
     summary_direction,
 )
+from analysis.settings_flags import ARMS_FLAG, METRICS_FLAG, STATUS_FLAG, flag
 from analysis.trial_costs import cost_lines, trial_costs
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
@@ -179,12 +181,12 @@ class AblationSettings:
     """Options of the ablation command (`python -m analysis ablation --help` names each flag),
     checked when made, in the order the command always checked them."""
 
-    metrics: tuple[str, ...] | None = None
+    metrics: tuple[str, ...] | None = field(default=None, metadata=METRICS_FLAG)
     """Metric names or globs to tabulate (--metrics); None: the headline metrics (or every
     held-out metric with `all_metrics`)."""
-    all_metrics: bool = False
+    all_metrics: bool = field(default=False, metadata=flag("--all"))
     """Every eval/ and gen/ metric in the store (--all) when `metrics` is None."""
-    values: tuple[ValueSpec, ...] = (FINAL,)
+    values: tuple[ValueSpec, ...] = field(default=(FINAL,), metadata=VALUES_FLAG)
     """Value kinds of a trial, one column each per metric (--value): final, best, step:N, ..."""
     by: tuple[str, ...] = ("loss",)
     """Configuration columns that key the arms (--by)."""
@@ -192,23 +194,25 @@ class AblationSettings:
     """Columns pooled inside an arm (--pool): one study run as several experiments."""
     block: tuple[str, ...] = ()
     """Columns an arm is compared within (--block): its baseline has the same values."""
-    only: tuple[str, ...] = ()
+    only: tuple[str, ...] = field(default=(), metadata=ARMS_FLAG)
     """Only these arms and their baselines (--arms): a family of tests chosen in advance."""
     baseline: str = "mle"
     """The loss every arm is tested against (--baseline)."""
-    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    statuses: tuple[str, ...] = field(default=DEFAULT_STATUSES, metadata=STATUS_FLAG)
     """Trial statuses read (--status)."""
     level: float = 0.95
     """Confidence level of every interval; 1 − level is the tests' α (--level)."""
-    correction: Correction = "holm"
+    correction: Correction = field(default="holm", metadata=flag(choices=CORRECTIONS))
     """Multiple-comparison correction of the paired p-values (--correction): holm, bh, none."""
-    family: str = "table"
+    family: str = field(default="table", metadata=flag(choices=CORRECTION_FAMILIES))
     """What one correction family is (--family): table, metric or all."""
     options: PairedOptions = field(default_factory=PairedOptions)
     """The optional tests: one-sided, TOST, covariate adjustment, plateau check."""
 
     def __post_init__(self) -> None:
         freeze_lists(self, ("metrics", "values", "by", "pool", "block", "only", "statuses"))
+        if self.all_metrics and self.metrics:
+            raise ResultsError("--all and --metrics: give one of them")
         if not self.values:
             raise ValueError("ablation needs at least one value kind")
         check_level(self.level)

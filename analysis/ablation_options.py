@@ -4,9 +4,10 @@ check) as one frozen settings object, checked before anything is read."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from analysis.option_choices import ALTERNATIVES
+from analysis.settings_flags import flag
 from records.errors import ResultsError
 
 
@@ -15,16 +16,16 @@ class PairedOptions:
     """The ablation's optional tests (command-line flags in brackets); the defaults leave the
     tables exactly as they are without them."""
 
-    alternative: str = "two-sided"
+    alternative: str = field(default="two-sided", metadata=flag(choices=ALTERNATIVES))
     """The paired t-tests' alternative on mean(arm − baseline) (--alternative)."""
-    equivalence: float | None = None
+    equivalence: float | None = field(default=None, metadata=flag(metavar="SESOI"))
     """SESOI of a TOST per paired test (--equivalence); None: no TOST."""
-    adjust_for: str | None = None
+    adjust_for: str | None = field(default=None, metadata=flag(metavar="METRIC"))
     """Covariate metric of the paired ANCOVA (--adjust-for); None: none."""
-    plateau: str | None = None
+    plateau: str | None = field(default=None, metadata=flag(metavar="METRIC", bare=""))
     """Metric of the plateau check (--plateau [METRIC]); "" = the first chosen metric with a
     better direction; None: no check."""
-    plateau_last: int = 3
+    plateau_last: int = field(default=3, metadata=flag(metavar="K"))
     """Evaluations the plateau slope is fitted over (--plateau-last)."""
     min_slope: float = 0.0
     """Improvement per 1000 steps the slope's interval must exceed to flag (--min-slope)."""

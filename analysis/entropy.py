@@ -6,17 +6,19 @@ tables is marked best for it; the final-value summary reports the paired differe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from analysis.ablation import AblationSettings, ablation
 from analysis.arms import Arms, assign_arms
 from analysis.command_start import freeze_lists
+from analysis.option_choices import CORRECTION_FAMILIES, CORRECTIONS
 from analysis.result import Record, Result, Table, fmt_pm, pivot_rows
 from analysis.seed_stats import MeanCI, check_level, mean_ci
 from analysis.seed_values import arm_seed_values
 from analysis.selection import FINAL
+from analysis.settings_flags import STATUS_FLAG, flag
 from records.errors import ResultsError
 from records.metric_names import splits
 from records.reader import (
@@ -45,16 +47,16 @@ class EntropySettings:
     """Columns whose values, with the seed, make an arm's units (--block)."""
     baseline: str = "mle"
     """The loss (or an arm's label) the final values are compared with (--baseline)."""
-    split_names: tuple[str, ...] | None = None
+    split_names: tuple[str, ...] | None = field(default=None, metadata=flag("--split"))
     """Evaluation splits to show (--split); None: every split with digit entropy or accuracy."""
-    statuses: tuple[str, ...] | None = None
+    statuses: tuple[str, ...] | None = field(default=None, metadata=STATUS_FLAG)
     """Trial statuses read (--status); None: running trials join the curves (their steps so far)
     but not the summary of final values (finished trials only)."""
     level: float = 0.95
     """Confidence level of every interval (--level)."""
-    correction: str = "holm"
+    correction: str = field(default="holm", metadata=flag(choices=CORRECTIONS))
     """Multiple-comparison correction of the final values' paired tests (--correction)."""
-    family: str = "table"
+    family: str = field(default="table", metadata=flag(choices=CORRECTION_FAMILIES))
     """What one correction covers (--family): every test of a table, of a metric column, or
     all."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from analysis.headline import headline
 from analysis.result import DASH, Column, Result, Table, fmt, fmt_ci, records_table
 from analysis.seed_stats import check_level, mean_ci
 from analysis.seed_values import arm_seed_values
+from analysis.settings_flags import METRICS_FLAG, STATUS_FLAG, flag
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
 from records.reader import DEFAULT_STATUSES, Store, metric_names, read_latest, trial_summary
@@ -198,10 +199,10 @@ class PlateauSettings:
     """Options of the plateau command (`python -m analysis plateau --help` names each flag),
     checked when made, in the order the command always checked them."""
 
-    metrics: tuple[str, ...] | None = None
+    metrics: tuple[str, ...] | None = field(default=None, metadata=METRICS_FLAG)
     """Metric names or globs to check (--metric); None: the primary metric (the first headline
     eval/ metric with a better direction)."""
-    last: int = 3
+    last: int = field(default=3, metadata=flag(metavar="K"))
     """Evaluations per seed the slope is fitted over (--last), at least 2."""
     by: tuple[str, ...] = ("loss",)
     """Configuration columns that key the arms (--by)."""
@@ -209,7 +210,7 @@ class PlateauSettings:
     """Columns pooled inside an arm (--pool)."""
     block: tuple[str, ...] = ()
     """Columns whose values, with the seed, make an arm's units (--block)."""
-    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    statuses: tuple[str, ...] = field(default=DEFAULT_STATUSES, metadata=STATUS_FLAG)
     """Trial statuses read (--status)."""
     level: float = 0.95
     """Confidence level of the slope intervals (--level)."""

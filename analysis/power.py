@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,8 @@ from analysis.result import (
 )
 from analysis.seed_stats import EQUAL_RTOL, check_level
 from analysis.seed_values import SeedValues
-from analysis.selection import FINAL, ValueSpec
+from analysis.selection import FINAL, VALUES_FLAG, ValueSpec
+from analysis.settings_flags import ARMS_FLAG, METRICS_FLAG, STATUS_FLAG, flag
 from analysis.trial_costs import concurrency, hours, per_trial_cost, trial_costs
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
@@ -66,9 +67,9 @@ def check_inputs(delta: float, alpha: float, power: float, sesoi: float | None) 
         raise ResultsError(f"--delta must be > 0, got {delta}")
     if sesoi is not None and not (sesoi > 0 and math.isfinite(sesoi)):
         raise ResultsError(f"--sesoi must be > 0, got {sesoi}")
-    for value, flag in ((alpha, "--alpha"), (power, "--power")):
+    for value, name in ((alpha, "--alpha"), (power, "--power")):
         try:
-            check_probability(value, flag)
+            check_probability(value, name)
         except ValueError as err:
             raise ResultsError(str(err)) from err
 
@@ -79,9 +80,9 @@ class PowerSettings:
 
     delta: float
     """The difference arm − baseline to detect (--delta), in the metric's units."""
-    metrics: tuple[str, ...] | None = None
+    metrics: tuple[str, ...] | None = field(default=None, metadata=METRICS_FLAG)
     """Metric names or globs to plan for (--metrics); None: the headline metrics."""
-    values: tuple[ValueSpec, ...] = (FINAL,)
+    values: tuple[ValueSpec, ...] = field(default=(FINAL,), metadata=VALUES_FLAG)
     """Per-trial values to plan for (--value): final, last:K, auc, ..."""
     by: tuple[str, ...] = ("loss",)
     """Configuration columns that key an arm (--by)."""
@@ -89,17 +90,17 @@ class PowerSettings:
     """Columns that may vary inside an arm (--pool)."""
     block: tuple[str, ...] = ()
     """Columns whose values, with the seed, make an arm's units (--block)."""
-    only: tuple[str, ...] = ()
+    only: tuple[str, ...] = field(default=(), metadata=ARMS_FLAG)
     """Arm labels to plan for (--arms); empty: every arm with a baseline."""
     baseline: str = "mle"
     """The baseline loss, or an arm's label (--baseline)."""
-    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    statuses: tuple[str, ...] = field(default=DEFAULT_STATUSES, metadata=STATUS_FLAG)
     """Trial statuses read (--status)."""
     level: float = 0.95
     """Confidence level of the sd's chi-square interval (--level)."""
     alpha: float = 0.05
     """Significance level of the paired t-test and of TOST (--alpha)."""
-    target_power: float = 0.8
+    target_power: float = field(default=0.8, metadata=flag("--power"))
     """The power the seeds needed reach (--power)."""
     one_sided: bool = False
     """A one-sided paired t-test (--one-sided); two-sided otherwise."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis import figures
@@ -20,6 +21,7 @@ from analysis.ablation import AblationSettings, ablation
 from analysis.ablation_options import PairedOptions
 from analysis.arm_curves import metric_curves
 from analysis.arms import Arms, assign_arms
+from analysis.command_start import freeze_lists
 from analysis.entropy import EntropySettings, entropy
 from analysis.result import (
     Result,
@@ -31,8 +33,13 @@ from analysis.result import (
     table_markdown,
 )
 from analysis.scaling import scaling
-from analysis.search import search
-from analysis.selection import FINAL, ValueSpec
+from analysis.scaling.points import PARAM_METRICS
+from analysis.scaling.settings import BUDGETS_FLAG
+from analysis.search import SearchSettings, search
+from analysis.seed_stats import check_level
+from analysis.selection import FINAL
+from analysis.settings_flags import METRICS_FLAG, STATUS_FLAG, flag
+from records.errors import ResultsError
 from records.metric_names import DECOMPOSITION_LEAVES, splits
 from records.reader import CURVE_STATUSES, Store, current_trials, metric_names
 
@@ -312,22 +319,49 @@ def write_points_report(sca: Result, points: str | Path, out: str | Path) -> Pat
     return index
 
 
-def write_report(
-    store: Store,
-    out: str | Path,
-    *,
-    objectives: Sequence[str] = (),
-    params: str = "non_embedding",
-    n_boot: int = 2000,
-    value: ValueSpec = FINAL,
-    statuses: Sequence[str] | None = None,
-    level: float = 0.95,
-    plateau: bool = False,
-) -> Path:
-    """Write `out`/index.html, `out`/figures/*.png and `out`/tables/*.{md,csv,tex,json}; return
-    the page's path. `plateau`: the ablation section flags arms still learning (†) and has the
+@dataclass(frozen=True)
+class ReportSettings:
+    """Options of the report command (`python -m analysis report --help` names each flag). A
+    store's report uses the first seven; a points table's (--points) the output directory,
+    --metrics, --bootstrap, --fit-bootstrap, --budgets and --level."""
+
+    out: str | Path = field(metadata=flag("-o", "--out", metavar="DIR"))
+    """Output directory: index.html, figures/ and tables/ (-o)."""
+    objectives: tuple[str, ...] = field(default=(), metadata=flag("--objective"))
+    """The search section's objective(s), as for the search command (--objective)."""
+    params: str = field(default="non_embedding", metadata=flag(choices=tuple(PARAM_METRICS)))
+    """Which parameter count is N in the scaling section (--params): non_embedding or total."""
+    n_boot: int = field(default=2000, metadata=flag("--bootstrap"))
+    """Bootstrap resamples of the scaling section's intervals (--bootstrap)."""
+    plateau: bool = False
+    """The plateau check in the ablation section (--plateau): arms still learning are flagged
+    (†) and the slope table added."""
+    statuses: tuple[str, ...] | None = field(default=None, metadata=STATUS_FLAG)
+    """Trial statuses read (--status); None: each section's own (finished trials; the learning
+    curves also running ones)."""
+    level: float = 0.95
+    """Confidence level of every interval (--level)."""
+    metrics: tuple[str, ...] | None = field(default=None, metadata=METRICS_FLAG)
+    """A points table's metric columns to fit (--metrics); None: loss."""
+    n_boot_fit: int | None = field(default=None, metadata=flag("--fit-bootstrap"))
+    """A points table's resamples of the fits' intervals (--fit-bootstrap); None: 1,000."""
+    budgets: tuple[float, ...] | None = field(default=None, metadata=BUDGETS_FLAG)
+    """A points table's compute budgets in FLOPs for the joint fit's compute-optimal N*, D*
+    (--budgets); None: the data's largest C and 10× and 100× beyond."""
+
+    def __post_init__(self) -> None:
+        freeze_lists(self, ("objectives", "statuses", "metrics", "budgets"))
+        check_level(self.level)
+        if self.n_boot < 1:
+            raise ResultsError(f"--bootstrap must be >= 1, got {self.n_boot}")
+
+
+def write_report(store: Store, settings: ReportSettings) -> Path:
+    """Write OUT/index.html, OUT/figures/*.png and OUT/tables/*.{md,csv,tex,json}; return the
+    page's path. With `plateau`, the ablation section flags arms still learning (†) and has the
     plateau table (analysis/plateau.py)."""
-    out = Path(out)
+    s = settings
+    out, statuses, level, value = Path(s.out), s.statuses, s.level, FINAL
     fig_dir, tables_dir = out / "figures", out / "tables"
     fig_dir.mkdir(parents=True, exist_ok=True)
     tables_dir.mkdir(parents=True, exist_ok=True)
@@ -335,7 +369,7 @@ def write_report(
     files: dict[str, list[str]] = {}
 
     # Ablation, with learning curves per arm (running trials included: their steps so far).
-    options = PairedOptions(plateau="") if plateau else PairedOptions()
+    options = PairedOptions(plateau="") if s.plateau else PairedOptions()
     abl = ablation(store, AblationSettings(level=level, options=options, **status_kw))
     curve_trials, _ = current_trials(store, statuses or CURVE_STATUSES)
     available = metric_names(store)
@@ -350,15 +384,15 @@ def write_report(
         ent_images = _entropy_curves(store, assign_arms(curve_trials), available, level, fig_dir)
     files.update(_write_tables(ent, tables_dir))
 
-    sca = scaling(store, params=params, value=value, n_boot=n_boot, level=level, **status_kw)
+    sca = scaling(store, params=s.params, value=value, n_boot=s.n_boot, level=level, **status_kw)
     sizes = _sizes(sca)
     fitted = sizes >= MIN_FIT_SIZES  # else the scaling part is one line, no empty tables
     sca_images = _scaling_figures(sca, fig_dir) if fitted else []
     if fitted:
         files.update(_write_tables(sca, tables_dir))
 
-    sea = search(store, objectives=objectives, value=value, **status_kw)
-    sea_images = _search_figures(sea, objectives, fig_dir)
+    sea = search(store, SearchSettings(objectives=s.objectives, value=value, **status_kw))
+    sea_images = _search_figures(sea, s.objectives, fig_dir)
     files.update(_write_tables(sea, tables_dir))
 
     key_images = ent_images[:1] + sca_images[:1] + [i for i in sca_images if "ee_share" in i[0]]

@@ -6,15 +6,17 @@ and, for several objectives, the Pareto front (trials no other trial beats on ev
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
 from analysis.arms import format_value, plain_value
+from analysis.command_start import freeze_lists
 from analysis.result import DASH, Result, Table, fmt, fmt_p
-from analysis.selection import FINAL, ValueSpec, select_values
+from analysis.selection import FINAL, VALUE_FLAG, ValueSpec, select_values
+from analysis.settings_flags import STATUS_FLAG, flag
 from records.errors import ResultsError
 from records.metric_names import Direction, direction, splits
 from records.reader import (
@@ -136,18 +138,31 @@ def rank_test(y: np.ndarray, values: Sequence[object]) -> tuple[float | None, fl
     return None, float(stats.kruskal(*groups).pvalue)
 
 
-def search(
-    store: Store,
-    *,
-    objectives: Sequence[str] = (),
-    value: ValueSpec = FINAL,
-    top: int = 10,
-    statuses: Sequence[str] = DEFAULT_STATUSES,
-) -> Result:
+@dataclass(frozen=True)
+class SearchSettings:
+    """Options of the search command (`python -m analysis search --help` names each flag)."""
+
+    objectives: tuple[str, ...] = field(default=(), metadata=flag("--objective"))
+    """METRIC[:max|min], one or several (--objective): several give a Pareto front; empty:
+    gen/macc where the store has it, else CE on the first evaluation split."""
+    value: ValueSpec = field(default=FINAL, metadata=VALUE_FLAG)
+    """Which value of a trial is its objective (--value): final, best, step:N, ..."""
+    top: int = 10
+    """How many best trials to list (--top)."""
+    statuses: tuple[str, ...] = field(default=DEFAULT_STATUSES, metadata=STATUS_FLAG)
+    """Trial statuses read (--status)."""
+
+    def __post_init__(self) -> None:
+        freeze_lists(self, ("objectives", "statuses"))
+        if self.top < 1:
+            raise ResultsError(f"--top must be >= 1, got {self.top}")
+
+
+def search(store: Store, settings: SearchSettings | None = None) -> Result:
     """Best trials (one objective) or Pareto front (several), and parameter importance."""
-    if top < 1:
-        raise ResultsError(f"--top must be >= 1, got {top}")
-    trials, notes = current_trials(store, statuses)
+    s = settings or SearchSettings()
+    objectives, value, top = s.objectives, s.value, s.top
+    trials, notes = current_trials(store, s.statuses)
     result = Result("search", "Search", notes=[*store.notes, *notes])
     result.header.append(f"experiments: {', '.join(store.experiments)}")
     if trials.height == 0:

@@ -17,6 +17,7 @@ from typing import Literal
 import polars as pl
 
 from analysis.curve_summaries import summarise
+from analysis.settings_flags import flag
 from records.metric_names import Direction, direction
 
 Kind = Literal["final", "best", "step", "last", "auc", "steps_to"]
@@ -57,6 +58,19 @@ class ValueSpec:
         return self.kind
 
     @property
+    def text(self) -> str:
+        """The spec as `parse_value` reads it (`--value step:400`)."""
+        if self.kind == "step":
+            return f"step:{self.step}"
+        if self.kind == "last":
+            return f"last:{self.count}"
+        if self.kind == "auc" and self.start is not None:
+            return f"auc:{self.start}-{self.end}"
+        if self.kind == "steps_to":
+            return f"steps_to:{self.target!r}"
+        return self.kind
+
+    @property
     def needs_direction(self) -> bool:
         """best and steps_to are defined only for metrics with a better direction."""
         return self.kind in ("best", "steps_to")
@@ -64,6 +78,16 @@ class ValueSpec:
 
 FINAL = ValueSpec("final")
 BEST = ValueSpec("best")
+
+
+def _value_specs(texts: list[str]) -> tuple[ValueSpec, ...]:
+    return tuple(parse_values(texts))
+
+
+VALUE_FLAG = flag(parse=lambda text: parse_value(text), text=lambda spec: spec.text)
+"""`--value final`: one value kind per trial."""
+VALUES_FLAG = flag("--value", parse=_value_specs, text=lambda spec: spec.text)
+"""`--value final,best`: several value kinds, a column each."""
 
 
 def summary_direction(spec: ValueSpec, metric: str) -> Direction | None:

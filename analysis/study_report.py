@@ -4,8 +4,9 @@ pages, files the study's own script makes, and `index.txt`, a line per file sayi
 it. The skeleton every `studies/*/tables.py` shares; what differs between studies (their
 commands, verdict rules, verdict tables) stays in each script.
 
-The commands are given as `python -m analysis` argument lists, which `index.txt` lists as they
-are, so each file of a report names the one command that remakes it.
+A command is its settings object (AblationSettings, PowerSettings, …) run through the analysis
+library; `index.txt` lists the `python -m analysis` command line that remakes each file, written
+from those settings (analysis/settings_flags.py).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.__main__ import run, save
-from analysis.result import Result
+from analysis.commands import call, command_line, command_of
+from analysis.report import ReportSettings, write_report
+from analysis.result import Result, render
+from records.reader import open_store
 
 
 def json_records(path: Path, table: str) -> list[dict[str, Any]]:
@@ -34,15 +37,23 @@ class StudyReport:
         self.out.mkdir(parents=True, exist_ok=True)
         self.index: list[str] = []
 
-    def command(self, name: str, argv: Sequence[str]) -> Result | None:
-        """`python -m analysis ARGV`, saved as OUT/<name>.md and OUT/<name>.json; its result."""
-        result = save(argv, self.out / name)
+    def command(self, name: str, root: str, experiments: Sequence[str], settings: Any) -> Result:
+        """The command of `settings` on the store at `root` (its `experiments`), saved as
+        OUT/<name>.md and OUT/<name>.json; its result."""
+        result = call(settings, root, experiments)
+        if not isinstance(result, Result):
+            raise TypeError("a report page is written by StudyReport.page")
+        for fmt in ("md", "json"):
+            (self.out / f"{name}.{fmt}").write_text(render(result, fmt))
+        argv = command_line(command_of(settings), root, settings, experiments)
         self.index.append(f"{name}: python -m analysis {shlex.join(argv)}")
         return result
 
-    def command_json(self, name: str, argv: Sequence[str]) -> dict[str, Any]:
+    def command_json(
+        self, name: str, root: str, experiments: Sequence[str], settings: Any
+    ) -> dict[str, Any]:
         """`command`, and the JSON it wrote (every table's records, full precision)."""
-        self.command(name, argv)
+        self.command(name, root, experiments, settings)
         return json.loads((self.out / f"{name}.json").read_text())
 
     def records(self, name: str, table: str) -> list[dict[str, Any]]:
@@ -51,7 +62,7 @@ class StudyReport:
 
     def page(self, root: str, experiment: str, folder: str) -> None:
         """The static HTML report of `experiment` under `root`, in OUT/<folder>/index.html."""
-        run(["report", root, "--experiment", experiment, "-o", str(self.out / folder)])
+        write_report(open_store(root, [experiment]), ReportSettings(out=self.out / folder))
         self.index.append(
             f"{folder}/index.html: python -m analysis report {root} --experiment {experiment}"
         )

@@ -24,6 +24,7 @@ from analysis.scaling.powerlaw import NotEnoughData, distinct_count
 from analysis.scaling.table_points import TABLE_SUFFIXES, TableColumns, table_values
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL
+from analysis.settings_flags import STATUS_FLAG, flag
 from records.errors import ResultsError
 from records.metric_names import splits
 from records.reader import DEFAULT_STATUSES, current_trials, metric_names, open_store
@@ -37,17 +38,19 @@ class PredictSettings:
     """Planned parameters N (--n)."""
     d: float | None = None
     """Planned tokens D (--d); needed when the points have a D axis, refused when not."""
-    columns: TableColumns = field(default_factory=TableColumns)
+    columns: TableColumns = field(
+        default_factory=TableColumns, metadata=flag(renames={"n": ("--n-col",), "d": ("--d-col",)})
+    )
     """A table's columns (--n-col, --d-col, --metric, --seed-column, --group, --flops)."""
-    metric: str | None = None
+    metric: str | None = field(default=None, metadata=flag(metavar="M"))
     """A store's metric (--metric); None: eval/<first split>/ce."""
-    params: str = "non_embedding"
+    params: str = field(default="non_embedding", metadata=flag(choices=tuple(PARAM_METRICS)))
     """A store's parameter count (--params): non_embedding or total."""
-    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    statuses: tuple[str, ...] = field(default=DEFAULT_STATUSES, metadata=STATUS_FLAG)
     """A store's trial statuses read (--status)."""
-    experiments: tuple[str, ...] | None = None
+    experiments: tuple[str, ...] | None = field(default=None, metadata=flag(command_line=False))
     """A store's experiments read (--experiment); None: all."""
-    n_boot: int = 1000
+    n_boot: int = field(default=1000, metadata=flag("--fit-bootstrap"))
     """Bootstrap resamples of the fit and of the held-out check (--fit-bootstrap)."""
     seed: int = 0
     """Seed of the bootstraps (--seed)."""

@@ -4,45 +4,61 @@ docstrings are the documentation of the command's options."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.command_start import freeze_lists
 from analysis.option_choices import AGGREGATES, AXES, LR_MODES
 from analysis.scaling.points import PARAM_METRICS
 from analysis.seed_stats import check_level
-from analysis.selection import FINAL, ValueSpec
+from analysis.selection import FINAL, VALUE_FLAG, ValueSpec
+from analysis.settings_flags import METRICS_FLAG, STATUS_FLAG, flag
 from records.errors import ResultsError
 from records.reader import DEFAULT_STATUSES
+
+
+def flops(texts: list[str]) -> tuple[float, ...]:
+    """--budgets as FLOPs; a value that is not a number is bad input."""
+    out = []
+    for text in texts:
+        try:
+            out.append(float(text))
+        except ValueError:
+            raise ValueError(f"--budgets: {text!r} is not a number of FLOPs") from None
+    return tuple(out)
+
+
+BUDGETS_FLAG = flag(metavar="C,C,...", parse=flops)
+"""--budgets 1e21,1e22: compute budgets in FLOPs."""
 
 
 @dataclass(frozen=True)
 class ScalingSettings:
     """Options of the scaling command (`python -m analysis scaling --help` names each flag)."""
 
-    metrics: tuple[str, ...] | None = None
+    metrics: tuple[str, ...] | None = field(default=None, metadata=METRICS_FLAG)
     """Metric names or globs to fit (--metrics); None: CE, EE, SA and log-confidence of every
     split the store has."""
-    axes: tuple[str, ...] | None = None
+    axes: tuple[str, ...] | None = field(default=None, metadata=flag("--axis"))
     """Axes to fit against (--axis): N (parameters), D (tokens seen), C ≈ 6·N·D; None: N, plus
     D and C when tokens seen vary across sizes."""
-    params: str = "non_embedding"
+    params: str = field(default="non_embedding", metadata=flag(choices=tuple(PARAM_METRICS)))
     """Which parameter count is N (--params): non_embedding or total."""
-    value: ValueSpec = FINAL
+    value: ValueSpec = field(default=FINAL, metadata=VALUE_FLAG)
     """Which value of a trial is its point (--value): final, best or step:N."""
     by: tuple[str, ...] = ("loss",)
     """Configuration columns that split the fits into groups (--by); experiment, dataset and
     group are added where they vary."""
-    statuses: tuple[str, ...] = DEFAULT_STATUSES
+    statuses: tuple[str, ...] = field(default=DEFAULT_STATUSES, metadata=STATUS_FLAG)
     """Trial statuses read (--status)."""
-    aggregate: str = "size"
+    aggregate: str = field(default="size", metadata=flag(choices=AGGREGATES))
     """size: fit the per-size means over seeds; trial: every trial a point (--aggregate)."""
-    lr: str = "best"
+    lr: str = field(default="best", metadata=flag(choices=LR_MODES))
     """When the learning rate varies within a group (--lr): best = per size only the trials of
     the best lr; pool = average over every lr."""
-    select_by: str | None = None
+    select_by: str | None = field(default=None, metadata=flag(metavar="METRIC"))
     """Metric that picks the best learning rate (--select-by); None: eval/<first split>/ce."""
-    n_boot: int = 2000
+    n_boot: int = field(default=2000, metadata=flag("--bootstrap"))
     """Bootstrap resamples of the plain exponent's interval and of the R² difference
     (--bootstrap)."""
     seed: int = 0
@@ -55,23 +71,23 @@ class ScalingSettings:
     CE against EE by a paired bootstrap of leave-one-size-out and extrapolation errors (table
     scaling_prediction). Off by default: every resample refits every form (TNC, ~15–60 ms a
     refit here), about 1–4 minutes for study 2's 16 metrics at 100 resamples on this machine."""
-    n_boot_fit: int | None = None
+    n_boot_fit: int | None = field(default=None, metadata=flag("--fit-bootstrap"))
     """Bootstrap resamples of the robust fits' intervals (Huber, joint L(N, D) and its
     compute-optimal allocation), of the paired comparison of prediction errors and of the
     held-out checks' prediction intervals (--fit-bootstrap); None: 100 for a store, 1,000 for a
     points table."""
-    budgets: tuple[float, ...] | None = None
+    budgets: tuple[float, ...] | None = field(default=None, metadata=BUDGETS_FLAG)
     """Compute budgets C in FLOPs at which the joint fit's compute-optimal N*, D* and tokens per
     parameter are given (--budgets); None: the data's largest C and 10× and 100× beyond."""
     pool_experiments: bool = False
     """Fit the experiments read as one family (--pool-experiments) instead of one group each:
     a learning-rate grid, its extensions and more seeds at its chosen rates, each its own
     experiment, choose each size's rate together."""
-    models: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = field(default=None, metadata=flag(metavar="PRESET"))
     """Only the trials of these model presets (--models); None: every size the store has. A
     study that drops a size after its learning-rate grid keeps the grid's trials in its store
     and names the sizes it fits here."""
-    gate_only: bool = False
+    gate_only: bool = field(default=False, metadata=flag("--gate"))
     """Only the sanity gate (--gate): CE falls with N at the chosen learning rates, and each
     size's best learning rate lies inside its grid."""
 

@@ -10,13 +10,14 @@ data rows), before anything is fitted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from analysis.scaling.points import TrialValues
 from analysis.scaling.powerlaw import MIN_SIZES, distinct_count
+from analysis.settings_flags import flag
 from records.errors import ResultsError
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -28,17 +29,17 @@ JOINT_MIN_D = 3
 class TableColumns:
     """Which column of a points table holds what (`analysis scaling --points FILE`)."""
 
-    n: str = "N"
+    n: str = field(default="N", metadata=flag("--n", metavar="COL"))
     """Parameters (--n)."""
-    d: str | None = None
+    d: str | None = field(default=None, metadata=flag("--d", metavar="COL"))
     """Tokens trained (--d); None: the column `D` where the table has one, else no D axis."""
-    metrics: tuple[str, ...] | None = None
+    metrics: tuple[str, ...] | None = field(default=None, metadata=flag(command_line=False))
     """Metric columns to fit (--metric); None: `loss`."""
-    seed: str | None = None
+    seed: str | None = field(default=None, metadata=flag("--seed-column", metavar="COL"))
     """Seed column (--seed-column): rows equal but for it are one configuration's seeds."""
-    group: str | None = None
+    group: str | None = field(default=None, metadata=flag(metavar="COL"))
     """Column splitting the table into separate fits (--group), e.g. the paper or the loss."""
-    flops: str | None = None
+    flops: str | None = field(default=None, metadata=flag(metavar="COL"))
     """Training compute per row (--flops); None: C = 6·N·D."""
 
 

@@ -17,7 +17,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from analysis.search import search
+from analysis.ablation import AblationSettings
+from analysis.entropy import EntropySettings
+from analysis.search import SearchSettings, search
 from analysis.study_report import StudyReport
 from records.reader import open_store
 
@@ -140,18 +142,26 @@ SECONDARY = [
 
 def best_setting(root: str) -> tuple[float, float]:
     """DEL's (alpha, decay_base) of the search's best trial by its objective."""
-    result = search(open_store(root, [SEARCH]), objectives=["eval/test/digit_acc:max"], top=1)
+    result = search(
+        open_store(root, [SEARCH]), SearchSettings(objectives=("eval/test/digit_acc:max",), top=1)
+    )
     record = next(t for t in result.tables if t.name == "search_best").data.to_dicts()[0]
     return float(record["alpha"]), float(record["decay_base"])
 
 
-def test_family(report: StudyReport, command: list[str], family: Family) -> dict:
+def test_family(
+    report: StudyReport, root: str, experiments: list[str], family: Family, pool: tuple = ()
+) -> dict:
     """One family's paired tests (`ablation --baseline … --arms … --family all`, so Holm covers
     exactly its components), saved as OUT/<name>.md/.json, and its verdict."""
-    arm_args = [a for arm in family.predicted for a in ("--arms", arm)]
-    chosen = ["--metrics", ",".join(family.metrics), "--family", "all"]
-    argv = [*command, "--baseline", family.baseline, *arm_args, *chosen]
-    tables = report.command_json(family.name, argv)["tables"]
+    settings = AblationSettings(
+        metrics=family.metrics,
+        pool=pool,
+        only=tuple(family.predicted),
+        baseline=family.baseline,
+        family="all",
+    )
+    tables = report.command_json(family.name, root, experiments, settings)["tables"]
     return verdict([r for t in tables for r in t.get("records") or []], family)
 
 
@@ -193,28 +203,28 @@ def write_verdicts(out: Path, verdicts: list[dict]) -> None:
 
 def main(root: str, out_dir: str) -> None:
     report = StudyReport(out_dir)
-    ablation = ["ablation", root, "--experiment", ABLATION]
     verdicts = []
     for family in families(INTERPOLATION, "") + families(EXTRAPOLATION, "_extra"):
-        verdicts.append(test_family(report, [*ablation], family))
-    report.command("secondary", [*ablation, "--metrics", ",".join(SECONDARY), "--family", "all"])
-    report.command("entropy", ["entropy", root, "--experiment", ABLATION])
+        verdicts.append(test_family(report, root, [ABLATION], family))
+    secondary = AblationSettings(metrics=SECONDARY, family="all")
+    report.command("secondary", root, [ABLATION], secondary)
+    report.command("entropy", root, [ABLATION], EntropySettings())
     present = open_store(root).experiments
     not_run = [e for e in (SEARCH, CONFIRM) if e not in present]
     if SEARCH in present:
-        search_args = ["search", root, "--experiment", SEARCH]
-        report.command("search", [*search_args, "--objective", "eval/test/digit_acc:max"])
+        best = SearchSettings(objectives=("eval/test/digit_acc:max",))
+        report.command("search", root, [SEARCH], best)
     if CONFIRM in present:
         # H6 (exploratory): DEL at the search's best setting against the default and MLE.
-        both = ["ablation", root, "--experiment", ABLATION, "--experiment", CONFIRM, "--pool"]
-        h6 = ["experiment", "--metrics", ",".join(H6_METRICS)]
-        report.command("H6_vs_mle", [*both, *h6, "--family", "all"])
+        both, pooled = [ABLATION, CONFIRM], ("experiment",)
+        h6 = AblationSettings(metrics=H6_METRICS, pool=pooled, family="all")
+        report.command("H6_vs_mle", root, both, h6)
         alpha, beta = best_setting(root)
         default = "del (alpha=0.01, decay_base=1.02, distance=False)"
         tuned = f"del (alpha={alpha:g}, decay_base={beta:g}, distance=False)"
         if tuned != default:
             h6_family = Family("H6", default, {tuned: +1}, H6_METRICS)
-            verdicts.append(test_family(report, [*both, "experiment"], h6_family))
+            verdicts.append(test_family(report, root, both, h6_family, pooled))
     for experiment in not_run:
         report.note(f"not in the store (not run): {experiment}")
     write_verdicts(report.out, verdicts)

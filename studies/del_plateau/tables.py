@@ -17,7 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from analysis.ablation import AblationSettings
+from analysis.ablation_options import PairedOptions
 from analysis.family_rules import Component, FamilyVerdict, all_of, any_of
+from analysis.plateau import PlateauSettings
+from analysis.power import PowerSettings
+from analysis.selection import parse_value, parse_values
 from analysis.study_report import StudyReport
 from records.reader import load_trials, open_store
 
@@ -190,15 +195,14 @@ def _g(x: float | None, spec: str) -> str:
 
 def primary(report: StudyReport, root: str) -> dict[str, Any]:
     """The primary tests (README, "Hypotheses") and their verdicts."""
-    base = ["ablation", root, "--experiment", MAIN, "--value", SUMMARY, "--metrics", PRIMARY]
-    doses = [a for arm in DOSES for a in ("--arms", arm)]
-    family = ["--family", "all"]
-    tost = ["--equivalence", str(SESOI)]
-    greater = report.command_json(
-        "primary", [*base, *doses, *family, "--alternative", "greater", *tost]
-    )
-    less = report.command_json("primary_less", [*base, *doses, *family, "--alternative", "less"])
-    control = report.command_json("control", [*base, "--arms", CONTROL, *tost])
+    base = AblationSettings(metrics=(PRIMARY,), values=(parse_value(SUMMARY),))
+    doses = replace(base, only=tuple(DOSES), family="all")
+    tost = PairedOptions(alternative="greater", equivalence=SESOI)
+    greater = report.command_json("primary", root, [MAIN], replace(doses, options=tost))
+    one_sided = PairedOptions(alternative="less")
+    less = report.command_json("primary_less", root, [MAIN], replace(doses, options=one_sided))
+    control = replace(base, only=(CONTROL,), options=PairedOptions(equivalence=SESOI))
+    control = report.command_json("control", root, [MAIN], control)
     v = verdicts(greater, less, control)
     write_verdicts(report.out, v)
     return v
@@ -207,34 +211,37 @@ def primary(report: StudyReport, root: str) -> dict[str, Any]:
 def secondary(report: StudyReport, root: str) -> None:
     """The secondary table (two-sided, Holm over each command's table), the accuracy-adjusted
     digit entropy, the power reached, the plateau check and the DEL term's share of the loss."""
-    main = ["ablation", root, "--experiment", MAIN]
-    curve = [*main, "--value", SUMMARY, "--metrics", ",".join(SECONDARY_CURVE), "--family", "all"]
-    report.command("secondary_curve", curve)
-    final = [*main, "--metrics", ",".join(SECONDARY_FINAL), "--family", "all"]
-    report.command("secondary_final", final)
-    entropy = [*main, "--value", SUMMARY, "--metrics", "eval/test/digit_entropy"]
-    report.command("entropy_adjusted", [*entropy, "--adjust-for", PRIMARY])
-    power = ["power", root, "--experiment", MAIN, "--metric", PRIMARY, "--value", SUMMARY]
-    report.command("power_reached", [*power, "--delta", str(SESOI), "--one-sided"])
-    plateau = ["plateau", root, "--experiment", MAIN, "--metric", PRIMARY, "--last", "3"]
-    report.command("plateau", plateau)
-    share = [*main, "--value", "auc:5000-6000", "--metrics", "train/aux,train/loss,train/ce"]
-    report.command("del_term", share)
+    summary = (parse_value(SUMMARY),)
+    curve = AblationSettings(metrics=SECONDARY_CURVE, values=summary, family="all")
+    report.command("secondary_curve", root, [MAIN], curve)
+    final = AblationSettings(metrics=SECONDARY_FINAL, family="all")
+    report.command("secondary_final", root, [MAIN], final)
+    adjusted = PairedOptions(adjust_for=PRIMARY)
+    entropy = AblationSettings(metrics=("eval/test/digit_entropy",), values=summary)
+    report.command("entropy_adjusted", root, [MAIN], replace(entropy, options=adjusted))
+    power = PowerSettings(delta=SESOI, metrics=(PRIMARY,), values=summary, one_sided=True)
+    report.command("power_reached", root, [MAIN], power)
+    report.command("plateau", root, [MAIN], PlateauSettings(metrics=(PRIMARY,), last=3))
+    report.command("del_term", root, [MAIN], del_term_share())
 
 
 def pilot(report: StudyReport, root: str) -> None:
     """The pilot's plateau check and power analysis, as the registration used them."""
-    plateau = ["plateau", root, "--experiment", PILOT, "--metric", PRIMARY]
-    report.command("pilot_plateau_last3", [*plateau, "--last", "3"])
-    report.command("pilot_plateau_last5", [*plateau, "--last", "5"])
-    metrics = ["--metric", PRIMARY, "--metric", "eval/extra/digit_acc"]
-    metrics += ["--metric", "gen/mathgen/exact_match"]
-    values = ["--value", "final,last:3,last:5,auc,auc:4000-6000"]
-    power = ["power", root, "--experiment", PILOT, *metrics, *values, "--delta", str(SESOI)]
-    report.command("pilot_power", [*power, "--one-sided"])
-    report.command("pilot_power_holm", [*power, "--one-sided", "--alpha", str(ALPHA / 2)])
-    share = ["ablation", root, "--experiment", PILOT, "--value", "auc:5000-6000"]
-    report.command("pilot_del_term", [*share, "--metrics", "train/aux,train/loss,train/ce"])
+    for last in (3, 5):
+        plateau = PlateauSettings(metrics=(PRIMARY,), last=last)
+        report.command(f"pilot_plateau_last{last}", root, [PILOT], plateau)
+    metrics = (PRIMARY, "eval/extra/digit_acc", "gen/mathgen/exact_match")
+    values = tuple(parse_values(["final,last:3,last:5,auc,auc:4000-6000"]))
+    power = PowerSettings(delta=SESOI, metrics=metrics, values=values, one_sided=True)
+    report.command("pilot_power", root, [PILOT], power)
+    report.command("pilot_power_holm", root, [PILOT], replace(power, alpha=ALPHA / 2))
+    report.command("pilot_del_term", root, [PILOT], del_term_share())
+
+
+def del_term_share() -> AblationSettings:
+    """The DEL term's share of the loss: train/aux, train/loss and train/ce over steps 5000-6000."""
+    metrics = ("train/aux", "train/loss", "train/ce")
+    return AblationSettings(metrics=metrics, values=(parse_value("auc:5000-6000"),))
 
 
 def finished(root: str) -> int:

@@ -27,7 +27,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.__main__ import run
+from analysis.scaling import scaling
+from analysis.scaling.settings import ScalingSettings
+from records.reader import open_store
 
 GRID_PREFIX = "scaling-code-lr"
 """The grid's experiments: `scaling-code-lr` (lr_grid.yaml), `scaling-code-lr-h16l1` (the size
@@ -55,10 +57,9 @@ def ladder_step(rate: float, up: bool) -> float:
 def choices(results: str) -> list[dict[str, Any]]:
     """Per size (MLE, eval/test/ce): model, chosen lr, the rates tried and the lr's position."""
     found = Path(results, "experiments")
-    experiments = ",".join(sorted(p.name for p in found.glob(GRID_PREFIX + "*") if p.is_dir()))
-    argv = ["scaling", results, "--experiment", experiments, "--pool-experiments", "--gate"]
-    argv += ["--metrics", "eval/test/ce"]
-    result, _, _ = run(argv)
+    experiments = sorted(p.name for p in found.glob(GRID_PREFIX + "*") if p.is_dir())
+    gate = ScalingSettings(metrics=("eval/test/ce",), pool_experiments=True, gate_only=True)
+    result = scaling(open_store(results, experiments), gate)
     table = next(t for t in result.tables if t.name == "scaling_gate_lr")
     rows = table.data.iter_rows(named=True)
     # FAMILY filters here, not by --models: before a size's grid has run it has no trial

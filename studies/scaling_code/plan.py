@@ -21,9 +21,11 @@ import polars as pl
 from lr_choice import FAMILY
 from tables import EE_MARGIN
 
-from analysis.__main__ import run
 from analysis.paired_power import minimal_detectable_effect, tost_power
+from analysis.scaling import scaling
 from analysis.scaling.gate import pooled_sd
+from analysis.scaling.settings import ScalingSettings
+from records.reader import open_store
 
 SPLIT = "eval/test"
 METRICS = ("ce", "error_entropy", "self_alignment", "log_confidence")
@@ -34,10 +36,15 @@ ALPHA = 0.05
 def seed_sds(results: str, experiments: str) -> dict[str, float | None]:
     """The pooled seed sd of each metric at the chosen rates, from the gate's trials: every
     trial a point (--aggregate trial), the sd over each size's seeds, pooled over the sizes."""
-    metrics = ",".join(f"{SPLIT}/{m}" for m in METRICS)
-    argv = ["scaling", results, "--experiment", experiments, "--pool-experiments"]
-    argv += ["--models", ",".join(FAMILY), "--aggregate", "trial"]
-    result, _, _ = run([*argv, "--metrics", metrics, "--bootstrap", "10", "--axis", "N"])
+    settings = ScalingSettings(
+        metrics=tuple(f"{SPLIT}/{m}" for m in METRICS),
+        axes=("N",),
+        aggregate="trial",
+        n_boot=10,
+        pool_experiments=True,
+        models=FAMILY,
+    )
+    result = scaling(open_store(results, experiments.split(",")), settings)
     points = next(t for t in result.tables if t.name == "scaling_points").data
     per_size = (
         points.filter(pl.col("loss") == "mle")

@@ -20,7 +20,10 @@ from typing import Any
 
 from lr_choice import FAMILY
 
+from analysis.ablation import AblationSettings
+from analysis.ablation_options import PairedOptions
 from analysis.figures import plot_scaling
+from analysis.scaling.settings import ScalingSettings
 from analysis.study_report import StudyReport, json_records
 
 EXPERIMENT = "scaling-code-main"
@@ -196,20 +199,21 @@ def grid_experiments(root: str) -> str:
 
 def main(root: str, out_dir: str) -> None:
     report = StudyReport(out_dir)
-    gate = ["scaling", root, "--experiment", grid_experiments(root), "--pool-experiments"]
-    gate += ["--models", ",".join(FAMILY)]
-    report.command("gate", [*gate, "--gate", "--metrics", f"{SPLIT}/ce"])
-    metrics = ",".join(f"{SPLIT}/{m}" for m in DECOMPOSITION)
-    scaling = ["scaling", root, "--experiment", EXPERIMENT, "--metrics", metrics]
-    robust = ["--robust", "--fit-bootstrap", "200", "--bootstrap", "2000", "--seed", "0"]
-    draw_fits(report, report.command("scaling", [*scaling, *robust]))
-    bounded = [f"{SPLIT}/self_alignment", f"{SPLIT}/log_confidence"]
-    s3_args = ["scaling", root, "--experiment", EXPERIMENT, "--metrics", ",".join(bounded)]
-    report.command("S3", [*s3_args, "--level", "0.90", "--seed", "0"])
-    s4_args = ["ablation", root, "--experiment", EXPERIMENT, "--block", "model"]
-    s4_args += ["--metrics", f"{SPLIT}/log_confidence,{SPLIT}/error_entropy"]
-    report.command("S4", [*s4_args, "--equivalence", str(EE_MARGIN)])
-    report.command("per_size", ["ablation", root, "--experiment", EXPERIMENT, "--metrics", metrics])
+    gate = ScalingSettings(
+        metrics=(f"{SPLIT}/ce",), pool_experiments=True, models=FAMILY, gate_only=True
+    )
+    report.command("gate", root, [grid_experiments(root)], gate)
+    metrics = tuple(f"{SPLIT}/{m}" for m in DECOMPOSITION)
+    robust = ScalingSettings(metrics=metrics, robust=True, n_boot_fit=200, n_boot=2000, seed=0)
+    draw_fits(report, report.command("scaling", root, [EXPERIMENT], robust))
+    bounded = (f"{SPLIT}/self_alignment", f"{SPLIT}/log_confidence")
+    s3 = ScalingSettings(metrics=bounded, level=0.90, seed=0)
+    report.command("S3", root, [EXPERIMENT], s3)
+    pair = (f"{SPLIT}/log_confidence", f"{SPLIT}/error_entropy")
+    tost = PairedOptions(equivalence=EE_MARGIN)
+    s4 = AblationSettings(metrics=pair, block=("model",), options=tost)
+    report.command("S4", root, [EXPERIMENT], s4)
+    report.command("per_size", root, [EXPERIMENT], AblationSettings(metrics=metrics))
     report.page(root, EXPERIMENT, "report")
     write_verdicts(report.out, verdicts(report.out))
     report.note("verdicts: studies/scaling_code/tables.py (S1-S4 by the registered rules)")

@@ -18,7 +18,9 @@ from typing import Any
 
 import polars as pl
 
+from analysis.ablation import AblationSettings
 from analysis.result import Result, Table, render
+from analysis.scaling.settings import ScalingSettings
 from analysis.study_report import StudyReport, json_records
 from records.reader import current_trials, open_store, read_latest
 
@@ -221,15 +223,14 @@ def budget(root: str) -> Result:
 
 def main(root: str, out_dir: str) -> None:
     report = StudyReport(out_dir)
-    metrics = ",".join(f"eval/{s}/{m}" for s in ("test", "extra") for m in DECOMPOSITION)
-    scaling = ["scaling", root, "--experiment", EXPERIMENT, "--metrics", metrics]
-    report.command("scaling", [*scaling, "--bootstrap", "2000", "--seed", "0"])
-    s4 = ["ablation", root, "--experiment", EXPERIMENT, "--block", "model"]
-    s4 += ["--metrics", "eval/test/log_confidence,eval/test/error_entropy", "--family", "all"]
-    report.command("S4", s4)
-    s4_extra = [*s4[:-4], "--metrics", "eval/extra/log_confidence,eval/extra/error_entropy"]
-    report.command("S4_extra", [*s4_extra, "--family", "all"])
-    report.command("per_size", ["ablation", root, "--experiment", EXPERIMENT, "--metrics", metrics])
+    metrics = tuple(f"eval/{s}/{m}" for s in ("test", "extra") for m in DECOMPOSITION)
+    scaling = ScalingSettings(metrics=metrics, n_boot=2000, seed=0)
+    report.command("scaling", root, [EXPERIMENT], scaling)
+    for name, split in (("S4", "test"), ("S4_extra", "extra")):
+        pair = (f"eval/{split}/log_confidence", f"eval/{split}/error_entropy")
+        s4 = AblationSettings(metrics=pair, block=("model",), family="all")
+        report.command(name, root, [EXPERIMENT], s4)
+    report.command("per_size", root, [EXPERIMENT], AblationSettings(metrics=metrics))
     for fmt in ("md", "json"):
         (report.out / f"budget.{fmt}").write_text(render(budget(root), fmt))
     report.note("budget: studies/scaling_cpu/tables.py (tokens seen and 6·N·D per trial)")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from analysis.__main__ import main
-from analysis.report import write_report
+from analysis.report import ReportSettings, write_report
 from bench.synthetic_store import generate_store
 from records.reader import open_store
 from tests.analysis_fixtures import write_golden_store
@@ -94,7 +94,7 @@ def test_report_is_complete_and_self_contained(tmp_path: Path) -> None:
 
 def test_report_on_data_that_support_little(tmp_path: Path) -> None:
     root = write_golden_store(tmp_path / "results")
-    page = write_report(open_store(root), tmp_path / "report")
+    page = write_report(open_store(root), ReportSettings(out=tmp_path / "report"))
     html = page.read_text(encoding="utf-8")
     # One model size: the scaling section is one line instead of plots; no Pareto plot.
     assert "fewer than 3 sizes (1): no fit" in html

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.search import search
+from analysis.search import SearchSettings, search
 from bench.synthetic_store import (
     generate_store,
 )
@@ -24,7 +24,7 @@ def test_golden_search_best_and_pareto(golden: Path) -> None:
     assert best.columns[:4] == ["rank", "trial_id", "status", "gen/macc (max)"]
     # gen/macc (max) vs eval/test/ce (min), final values: mle_s0 (0.40, 1.00), mle_s1 (0.50,
     # 1.05), del_s0 (0.45, 0.90). del_s0 beats mle_s0 on both; mle_s1 and del_s0 trade off.
-    result = search(open_store(golden), objectives=["gen/macc", "eval/test/ce"])
+    result = search(open_store(golden), SearchSettings(objectives=("gen/macc", "eval/test/ce")))
     front = result.tables[0]
     assert front.name == "search_pareto"
     assert [r[0] for r in front.rows] == ["mle_s1", "del_s0"]
@@ -42,6 +42,6 @@ def test_search_importance_finds_the_parameter_that_matters(tmp_path: Path) -> N
 
 def test_bad_objectives_are_named(golden: Path) -> None:
     with pytest.raises(ResultsError, match="unknown metric 'gen/nope' for --objective"):
-        search(open_store(golden), objectives=["gen/nope"])
+        search(open_store(golden), SearchSettings(objectives=("gen/nope",)))
     with pytest.raises(ResultsError, match="no known direction; write eval/test/digit_entropy:max"):
-        search(open_store(golden), objectives=["eval/test/digit_entropy"])
+        search(open_store(golden), SearchSettings(objectives=("eval/test/digit_entropy",)))

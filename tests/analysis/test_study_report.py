@@ -1,21 +1,26 @@
-"""A study's report folder (analysis/study_report.py): each command saved as Markdown and JSON
-and indexed with the command line that remakes it, in the order written; records read back from
-the JSON. (Every committed study report rebuilt through it:
-tests/studies/test_reports_rebuild.py.)"""
+"""A study's report folder (analysis/study_report.py): each command, given as its settings, saved
+as Markdown and JSON and indexed with the command line that remakes it, in the order written;
+records read back from the JSON. (Every committed study report rebuilt through it, and each of
+their index lines run as a command: tests/studies/test_reports_rebuild.py.)"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from analysis.ablation import AblationSettings
+from analysis.report import ReportSettings
 from analysis.study_report import StudyReport, json_records
 
 
 def test_commands_are_saved_and_indexed_in_order(golden: Path, tmp_path: Path) -> None:
     report = StudyReport(tmp_path / "out")
-    argv = ["ablation", str(golden), "--metrics", "eval/test/digit_acc"]
-    result = report.command("first", argv)
-    saved = report.command_json("second", [*argv, "--family", "all"])
+    settings = AblationSettings(metrics=("eval/test/digit_acc",))
+    result = report.command("first", str(golden), [], settings)
+    saved = report.command_json("second", str(golden), ["golden"], replace(settings, family="all"))
     report.note("made by hand: the study's own script")
     report.close()
     out = tmp_path / "out"
@@ -24,7 +29,8 @@ def test_commands_are_saved_and_indexed_in_order(golden: Path, tmp_path: Path) -
     assert saved == json.loads((out / "second.json").read_text())
     assert (out / "index.txt").read_text().splitlines() == [
         f"first: python -m analysis ablation {golden} --metrics eval/test/digit_acc",
-        f"second: python -m analysis ablation {golden} --metrics eval/test/digit_acc --family all",
+        f"second: python -m analysis ablation {golden} --experiment golden --metrics "
+        "eval/test/digit_acc --family all",
         "made by hand: the study's own script",
     ]
     tables = {t["name"]: t for t in saved["tables"]}
@@ -32,3 +38,5 @@ def test_commands_are_saved_and_indexed_in_order(golden: Path, tmp_path: Path) -
     assert report.records("second", name) == tables[name]["records"]
     assert json_records(out / "second.json", name) == tables[name]["records"]
     assert report.records("second", "no such table") == []
+    with pytest.raises(TypeError, match=r"StudyReport\.page"):
+        report.command("page", str(golden), [], ReportSettings(out=tmp_path / "page"))
