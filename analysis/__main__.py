@@ -28,8 +28,9 @@ COLUMNS = "columns."
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command; options only for `command` (None: all), so that running
-    one command imports only its own settings' module."""
+    """The parser of every command, with the options of `command` only (None: none, as for
+    `python -m analysis --help`): a command's options come from its settings class, whose module
+    imports polars and scipy, so a command line imports its own command's module alone."""
     parser = argparse.ArgumentParser(
         prog="python -m analysis",
         description="Tables, fits and a report from a numsweep results directory.",
@@ -38,7 +39,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, spec in COMMANDS.items():
         # help strings are %-formatted by argparse, descriptions are not
         p = sub.add_parser(name, help=spec.help, description=spec.help.replace("%%", "%"))
-        if command in (None, name):
+        if name == command:
             _add_inputs(p, name, spec)
             add_flags(p, spec.load("settings"))
     return parser
