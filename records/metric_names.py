@@ -130,6 +130,10 @@ FAMILIES: tuple[MetricFamily, ...] = (
     MetricFamily("perf/tokens_per_s", None, "target tokens per second of training"),
     MetricFamily("perf/step_time_s", None, "seconds per optimizer step"),
     MetricFamily("perf/peak_mem_mb", None, "peak accelerator memory (CPU: peak RSS), MiB"),
+    MetricFamily(
+        "perf/eval_s", None, "seconds of this report's evaluation: teacher-forced and generation"
+    ),
+    MetricFamily("perf/generate_s", None, "seconds of this report's generation (0: none)"),
     MetricFamily("perf/wall_s", None, "wall seconds of the trial so far, from its launch"),
     MetricFamily("perf/cpu_s", None, "CPU seconds of the trial's worker processes so far"),
     MetricFamily("perf/gpu_s", None, "GPU seconds of the trial so far (GPUs × wall; 0 on CPU)"),
@@ -170,6 +174,7 @@ TOKENS_PER_S, STEP_TIME_S, PEAK_MEM_MB = "perf/tokens_per_s", "perf/step_time_s"
 PARAMS_TOTAL, PARAMS_NON_EMBEDDING = "model/params_total", "model/params_non_embedding"
 BF16, COMPILED, COMPILE_S = "perf/bf16", "perf/compiled", "perf/startup/compile_s"
 WALL_S, CPU_S, GPU_S, STARTUP_S = "perf/wall_s", "perf/cpu_s", "perf/gpu_s", "perf/startup_s"
+EVAL_S, GENERATE_S = "perf/eval_s", "perf/generate_s"
 COST_METRICS = (WALL_S, CPU_S, GPU_S, STARTUP_S, TOKENS_SEEN)
 """What a trial cost (`trainables.worker.trial_cost`), each cumulative: its last report holds the
 total."""

@@ -114,6 +114,12 @@ def test_sweep_writes_complete_parquet(sweep_run):
         assert m["eval/test/ce"] == pytest.approx(identity, abs=1e-9)
         assert 0.0 <= m["eval/test/digit_acc"] <= 1.0
         assert 0.0 < m["eval/test/digit_entropy"] <= math.log(10) + 1e-9
+        # The last report generated (generate_every 0: the last step only), the one before not.
+        assert 0.0 < m["perf/generate_s"] < m["perf/eval_s"], trial_id
+    before = metrics.filter(pl.col("step") == 3)
+    for (trial_id,), rows in before.group_by("trial_id"):
+        m = dict(zip(rows["metric"], rows["value"], strict=True))
+        assert m["perf/generate_s"] == 0.0 and m["perf/eval_s"] > 0.0, trial_id
     sizes = metrics.filter(pl.col("metric") == "model/params_non_embedding")
     assert sizes["step"].unique().to_list() == [0]
 

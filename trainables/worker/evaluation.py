@@ -4,12 +4,15 @@ Teacher-forced: the CE decomposition and the digit metrics over an evaluation sp
 scoring its own shard and the accumulators summed across ranks. Generation: greedy decoding of
 held-out problems with the KV cache, sharded across ranks and gathered, then exact match, MAE,
 relative error and per-place digit accuracy of the parsed numbers. Every rank returns the same
-numbers, so any rank may report them. `evaluate` is what the worker calls at a report.
+numbers, so any rank may report them, but for the seconds the evaluation and its generation took
+(`perf/eval_s`, `perf/generate_s`), which are each rank's own. `evaluate` is what the worker
+calls at a report.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -180,6 +183,7 @@ def evaluate(
     Always eager: a compiled training step (`train.compile`) would otherwise recompile for every
     evaluation batch shape and every decoding step."""
     shards = {"device": device, "rank": rank, "world_size": world_size}
+    began = time.perf_counter()
     metrics: dict[str, float] = {}
     for split, examples in splits.eval_examples.items():
         scores = teacher_forced(
@@ -193,7 +197,8 @@ def evaluate(
         metrics.update({names.eval_metric(split, k): v for k, v in scores.items()})
     every = cfg.eval.generate_every
     if not splits.generation or not (final or (every and step % every == 0)):
-        return metrics
+        return {**metrics, names.EVAL_S: time.perf_counter() - began, names.GENERATE_S: 0.0}
+    generating = time.perf_counter()
     accuracies = []
     for benchmark, records in splits.generation.items():
         texts = generate_answers(
@@ -211,4 +216,5 @@ def evaluate(
         metrics.update({names.gen_metric(benchmark, k): v for k, v in scores.items()})
         accuracies.append(scores["exact_match"])
     metrics[names.MACC] = sum(accuracies) / len(accuracies)
-    return metrics
+    done = time.perf_counter()
+    return {**metrics, names.EVAL_S: done - began, names.GENERATE_S: done - generating}
