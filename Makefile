@@ -23,7 +23,7 @@ TEST_WORKERS ?= 2
 .PHONY: venv demo test lint format bench docs clean smollm smollm-demo s3-server chromium \
 	study-del study-del-report study-scaling study-scaling-report \
 	study-del-plateau study-del-plateau-report study-scaling-code study-scaling-code-gate \
-	study-scaling-code-report
+	study-scaling-code-report study-del-pretrained study-del-pretrained-report
 
 venv: $(VENV)/.installed
 
@@ -193,3 +193,18 @@ study-scaling-code-gate: venv
 
 study-scaling-code-report: venv
 	$(RUN) $(CODE_STUDY)/tables.py $(CODE_RESULTS) $(CODE_STUDY)/report
+
+PRETRAINED_STUDY := studies/del_pretrained
+PRETRAINED_PILOT := $(PRETRAINED_STUDY)/pilot/results
+
+# Study 5 (SmolLM2-135M-Instruct, mle vs del, generated answers): so far pilot A (skipped when
+# complete; interrupted, it resumes), its compaction and the report. The power analysis, the
+# registration and the main run follow (studies/del_pretrained/README.md).
+study-del-pretrained: smollm
+	$(RUN) -m orchestrator sweep $(PRETRAINED_STUDY)/pilot/pilot_a.yaml \
+	    --results $(PRETRAINED_PILOT); $(SWEPT)
+	$(RUN) -m orchestrator compact del-pretrained-pilot-a --results $(PRETRAINED_PILOT)
+	$(MAKE) study-del-pretrained-report
+
+study-del-pretrained-report: venv
+	$(RUN) $(PRETRAINED_STUDY)/tables.py $(PRETRAINED_PILOT) $(PRETRAINED_STUDY)/report
