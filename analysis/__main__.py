@@ -85,12 +85,8 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 def _settings(args: argparse.Namespace, spec: Command) -> Any:
     """The command's settings from its flags; a points table's metric for predict."""
-    cls = spec.load("settings")
-    if args.command != "predict":
-        return from_flags(args, cls)
-    experiments = tuple(split_list(args.experiment)) or None
-    settings = from_flags(args, cls, experiments=experiments)
-    if args.points is not None and settings.metric:
+    settings = from_flags(args, spec.load("settings"))
+    if args.command == "predict" and args.points is not None and settings.metric:
         columns = replace(settings.columns, metrics=(settings.metric,))
         settings = replace(settings, columns=columns, metric=None)
     return settings
@@ -134,12 +130,11 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     spec = COMMANDS[args.command]
     settings = _settings(args, spec)
     _check_inputs(args)
-    if args.command == "predict":  # predict reads a store or a points table itself
-        out = call(settings, args.points or args.results)
-    elif getattr(args, "points", None) is not None:
+    points = getattr(args, "points", None)
+    if points is not None and not spec.opens_source:
         out = _points_run(args, settings)
     else:
-        out = call(settings, args.results, split_list(args.experiment))
+        out = call(settings, points or args.results, split_list(args.experiment))
     if isinstance(out, Path):
         return None, f"wrote {out}\n", fmt_name
     return out, render(out, fmt_name), fmt_name

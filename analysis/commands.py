@@ -26,6 +26,9 @@ class Command:
     function: str
     points: bool = False
     """Also reads a points table (--points FILE) instead of RESULTS."""
+    opens_source: bool = False
+    """The function opens RESULTS (or a points table) itself, reading the experiments from its
+    settings' `experiments`, instead of taking an open store."""
 
     def load(self, which: str) -> Any:
         module, name = getattr(self, which).split(":")
@@ -70,6 +73,7 @@ COMMANDS = {
         "analysis.scaling.predict:PredictSettings",
         "analysis.scaling.predict:predict",
         points=True,
+        opens_source=True,
     ),
     "report": Command(
         "all of the above as one static HTML page with figures and table files",
@@ -95,10 +99,11 @@ def call(settings: Any, results: str, experiments: Sequence[str] = ()) -> Result
     store at `results` (a path or URI), its `experiments` (empty: all). The report command
     returns the page's path, every other command its result. Raises ResultsError."""
     spec = COMMANDS[command_of(settings)]
-    if spec.settings.endswith(":PredictSettings"):  # predict opens its source itself
-        chosen = tuple(split_list(experiments)) or settings.experiments
-        return spec.load("function")(results, replace(settings, experiments=chosen))
-    return spec.load("function")(open_store(results, split_list(experiments) or None), settings)
+    chosen = split_list(experiments)
+    if spec.opens_source:
+        chosen_here = replace(settings, experiments=tuple(chosen) or settings.experiments)
+        return spec.load("function")(results, chosen_here)
+    return spec.load("function")(open_store(results, chosen or None), settings)
 
 
 def command_line(

@@ -80,16 +80,6 @@ FINAL = ValueSpec("final")
 BEST = ValueSpec("best")
 
 
-def _value_specs(texts: list[str]) -> tuple[ValueSpec, ...]:
-    return tuple(parse_values(texts))
-
-
-VALUE_FLAG = flag(parse=lambda text: parse_value(text), text=lambda spec: spec.text)
-"""`--value final`: one value kind per trial."""
-VALUES_FLAG = flag("--value", parse=_value_specs, text=lambda spec: spec.text)
-"""`--value final,best`: several value kinds, a column each."""
-
-
 def summary_direction(spec: ValueSpec, metric: str) -> Direction | None:
     """Which way the summary is better: fewer steps for steps_to, else the metric's direction."""
     return "min" if spec.kind == "steps_to" else direction(metric)
@@ -142,6 +132,16 @@ def parse_values(texts: Iterable[str]) -> list[ValueSpec]:
             if spec not in specs:
                 specs.append(spec)
     return specs
+
+
+def _spec_text(spec: ValueSpec) -> str:
+    return spec.text
+
+
+VALUE_FLAG = flag(parse=parse_value, text=_spec_text)
+"""`--value final`: one value kind per trial."""
+VALUES_FLAG = flag("--value", parse=parse_values, text=_spec_text)
+"""`--value final,best`: several value kinds, a column each (the settings freeze the list)."""
 
 
 def select_values(latest: pl.DataFrame | pl.LazyFrame, spec: ValueSpec) -> pl.DataFrame:

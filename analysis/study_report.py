@@ -40,12 +40,13 @@ class StudyReport:
     def command(self, name: str, root: str, experiments: Sequence[str], settings: Any) -> Result:
         """The command of `settings` on the store at `root` (its `experiments`), saved as
         OUT/<name>.md and OUT/<name>.json; its result."""
-        result = call(settings, root, experiments)
-        if not isinstance(result, Result):
+        command = command_of(settings)
+        if command == "report":  # a page, not a result to save: `page` writes it
             raise TypeError("a report page is written by StudyReport.page")
+        result = call(settings, root, experiments)
         for fmt in ("md", "json"):
             (self.out / f"{name}.{fmt}").write_text(render(result, fmt))
-        argv = command_line(command_of(settings), root, settings, experiments)
+        argv = command_line(command, root, settings, experiments)
         self.index.append(f"{name}: python -m analysis {shlex.join(argv)}")
         return result
 

@@ -43,13 +43,15 @@ DATA = {
     "n_train": 64,
     "max_length": 96,
 }
+MAX_PROMPT = 4 * DATA["max_length"]
+"""The prompt length a trial's evaluation allows (`trainables.worker.evaluation.evaluate`)."""
 
 
 def plain_generate(model: Any, tokenizer: Any, records: list, max_new_tokens: int, chat: bool):
     """`model.generate` on one prompt at a time: the loop numsweep's batching is measured by."""
     texts = []
     for record in records:
-        batch = encode_prompts(tokenizer, [record], 4 * DATA["max_length"], chat_template=chat)
+        batch = encode_prompts(tokenizer, [record], MAX_PROMPT, chat_template=chat)
         out = model.generate(
             **batch,
             max_new_tokens=max_new_tokens,
@@ -95,7 +97,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             records,
             batch_size=size,
             max_new_tokens=args.max_new_tokens,
-            max_prompt_length=4 * DATA["max_length"],
+            max_prompt_length=MAX_PROMPT,
             chat_template=chat,
             device=torch.device("cpu"),
             rank=0,
