@@ -13,7 +13,9 @@
 the structure here, the loss parameters against each loss's parameter model (the search's and
 the grid's own checks, through `trainables.losses.params`), the objective and early-stopping
 metrics against the metric registry (`orchestrator.objectives`). Errors name the file and the key
-(`SweepFileError`). Field docstrings are the docs.
+(`SweepFileError`). Field docstrings are the docs. The trial's relative file paths (data,
+benchmarks, a local model folder) are then made absolute against the current directory, since a
+Ray Train worker runs in a folder of its own (`orchestrator.local_paths`).
 
 The schema validates itself: the checks it runs import downward only (the losses, the metric
 registry, `orchestrator.objectives`), and the modules that turn a sweep into trials
@@ -32,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from orchestrator import objectives
+from orchestrator.local_paths import absolute_trial_paths
 from trainables.config import TrialConfig
 from trainables.losses import LOSSES, ParamError, loss_params
 from trainables.losses.params import check_range, check_value
@@ -504,8 +507,12 @@ def _describe(err: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepConfig:
-    """Read, override and validate a sweep file; `SweepFileError` names the file and keys."""
+def load_sweep(
+    path: str | Path, overrides: list[str] | None = None, base: Path | None = None
+) -> SweepConfig:
+    """Read, override and validate a sweep file; `SweepFileError` names the file and keys. The
+    trial's relative file paths are made absolute against `base` (default: the current
+    directory, where a command line's paths are relative to), `orchestrator.local_paths`."""
     path = Path(path)
     if not path.is_file():
         raise SweepFileError(f"{path}: no such sweep file")
@@ -518,6 +525,8 @@ def load_sweep(path: str | Path, overrides: list[str] | None = None) -> SweepCon
     for dotted in overrides or []:
         apply_override(data, dotted)
     try:
-        return SweepConfig.model_validate(data)
+        sweep = SweepConfig.model_validate(data)
     except ValidationError as err:
         raise SweepFileError(f"{path}: invalid sweep file:\n{_describe(err)}") from err
+    trial = absolute_trial_paths(sweep.trial, Path.cwd() if base is None else base)
+    return sweep.model_copy(update={"trial": trial})

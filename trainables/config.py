@@ -17,6 +17,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+SMOLLM2 = "smollm2"
+"""`model.path`'s name for the offline SmolLM2-135M-Instruct GGUF (`make smollm`)."""
+
+
 class ModelConfig(_Strict):
     preset: str | None = "tiny"
     """From-scratch LLaMA preset (see `trainables.models.presets.PRESETS`). Set to null and give

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import subprocess
 import sys
 
@@ -41,10 +43,22 @@ SWEEP = {
 }
 
 
+SVAMP_ROWS = [
+    {"Body": "Tom has 3 apples.", "Question": "How many apples does Tom have?", "Answer": 3.0},
+    {"Body": "A box holds 12 pens.", "Question": "How many pens are in 2 boxes?", "Answer": 24.0},
+]
+"""Two problems in SVAMP's format, for a benchmark the sweep file names by a relative path."""
+
+
 @pytest.fixture(scope="module")
 def sweep_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
-    config = write_sweep(tmp, SWEEP)
+    svamp = tmp / "svamp.json"
+    svamp.write_text(json.dumps(SVAMP_ROWS))
+    sweep = json.loads(json.dumps(SWEEP))
+    # Relative to the directory numsweep runs in (ROOT), where a Ray Train worker does not run.
+    sweep["trial"]["data"]["benchmarks"] = {"svamp": os.path.relpath(svamp, ROOT)}
+    config = write_sweep(tmp, sweep)
     results = tmp / "results"
     return numsweep("sweep", config, "--results", results), results
 
@@ -101,6 +115,7 @@ def test_sweep_writes_complete_parquet(sweep_run):
             "eval/test/digit_acc",
             "eval/test/digit_entropy",
             "gen/mathgen/exact_match",
+            "gen/svamp/exact_match",  # read through its relative path, in the worker
             "gen/macc",
             "perf/tokens_per_s",
         ):

