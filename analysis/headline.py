@@ -37,8 +37,8 @@ def panel_of(metric: str) -> str:
 
 def headline(available: Sequence[str]) -> list[str]:
     """The headline metrics that exist, panel by panel: per split digit accuracy, exact match and
-    MAE of its benchmark, digit entropy, CE, error entropy; then exact match and MAE of the other
-    benchmarks, and gen/macc when one of those is in it."""
+    log error of its benchmark, digit entropy, CE, error entropy; then exact match and log error
+    of the other benchmarks, and gen/macc when one of those is in it."""
     have = set(available)
     out: list[str] = []
     for split in splits(available):

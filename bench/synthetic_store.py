@@ -168,7 +168,7 @@ TRAIN_METRICS = (
     "perf/step_time_s",
     "perf/peak_mem_mb",
 )
-GEN_LEAVES = ("exact_match", "mae", "rel_error")
+GEN_LEAVES = ("exact_match", "mae", "rel_error", "log_error")
 
 # Per-loss multipliers of the final error entropy and the level digit entropy settles at: del
 # sharpens the digit distribution, ntl flattens it, the rest sit near mle.
@@ -264,6 +264,8 @@ def _blocks(
             (f"gen/{bench}/exact_match", eval_steps, em),
             (f"gen/{bench}/mae", eval_steps, (1.0 - em) * 40.0 * (1 + b)),
             (f"gen/{bench}/rel_error", eval_steps, (1.0 - em) * 0.5),
+            # a wrong answer off by about the MAE's scale, log10(1 + |error|) of it
+            (f"gen/{bench}/log_error", eval_steps, (1.0 - em) * np.log10(1.0 + 40.0 * (1 + b))),
         ]
     if benchmarks:
         blocks.append(("gen/macc", eval_steps, np.mean(exact, axis=0)))

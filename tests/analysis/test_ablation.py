@@ -242,7 +242,7 @@ def test_headline_panels_are_compact_and_all_shows_everything(tmp_path: Path) ->
         "seeds",
         "digit_acc",
         "gen exact_match",
-        "gen mae",
+        "gen log_error",
         "digit_entropy",
         "ce",
         "error_entropy",
@@ -251,14 +251,14 @@ def test_headline_panels_are_compact_and_all_shows_everything(tmp_path: Path) ->
         "arm",
         "seeds",
         "gen/gsm8k/exact_match",
-        "gen/gsm8k/mae",
+        "gen/gsm8k/log_error",
         "gen/macc",
     ]
     metrics = set(by_name["ablation_test"].data["metric"])
     assert metrics == {
         "eval/test/digit_acc",
         "gen/mathgen/exact_match",
-        "gen/mathgen/mae",
+        "gen/mathgen/log_error",
         "eval/test/digit_entropy",
         "eval/test/ce",
         "eval/test/error_entropy",
