@@ -264,7 +264,8 @@ def pricing(
     if costs is None:
         return None
     labels = dict(arms.members.select("trial_id", "arm").iter_rows())
-    return Pricing(per_trial_cost(costs, labels), concurrency(trials, costs), budget_hours)
+    per_trial = per_trial_cost(costs, labels, arms.order)
+    return Pricing(per_trial, concurrency(trials, costs), budget_hours)
 
 
 def _hours_cell(key: str) -> Callable[[Record], str]:

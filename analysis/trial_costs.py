@@ -106,8 +106,11 @@ def cost_lines(
     return lines
 
 
-def per_trial_cost(costs: pl.DataFrame, labels: Mapping[str, str]) -> dict[str, dict[str, float]]:
-    """Arm label -> its trials' mean core_h, gpu_h and wall_h (`labels`: trial_id -> arm)."""
+def per_trial_cost(
+    costs: pl.DataFrame, labels: Mapping[str, str], order: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """Arm label -> its trials' mean core_h, gpu_h and wall_h (`labels`: trial_id -> arm), in
+    the arms' display `order` (a group_by's own order varies from run to run)."""
     means = (
         _labelled(costs, labels)
         .group_by("arm")
@@ -117,7 +120,8 @@ def per_trial_cost(costs: pl.DataFrame, labels: Mapping[str, str]) -> dict[str, 
             (pl.col("wall_s").mean() / 3600).alias("wall_h"),
         )
     )
-    return {r["arm"]: r for r in means.iter_rows(named=True)}
+    rows = {r["arm"]: r for r in means.iter_rows(named=True)}
+    return {arm: rows[arm] for arm in order if arm in rows}
 
 
 def concurrency(trials: pl.DataFrame, costs: pl.DataFrame) -> float:

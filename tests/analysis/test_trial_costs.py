@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 from analysis.__main__ import main
-from analysis.trial_costs import cost_lines, cost_totals, trial_costs
+from analysis.trial_costs import cost_lines, cost_totals, per_trial_cost, trial_costs
 from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
 from records.layout import trial_row
 from records.reader import open_store
@@ -89,6 +89,20 @@ def test_each_trial_total_is_its_last_report(priced) -> None:
         "cost of del: 5 trial(s), 10 core-hours, 0 GPU-hours, 5 trial-hours of wall time "
         "(5% start-up), 10,000,000 tokens",
     ]
+
+
+def test_per_trial_costs_come_in_the_arms_order(priced) -> None:
+    # polars' group_by returns groups in any order; the power note listed them so, and a
+    # committed report then rebuilt differently from run to run.
+    store, _ = priced
+    costs = trial_costs(open_store(str(store.root)))
+    labels = {t: t.split("_")[0] for t in costs["trial_id"]}
+    for order in (("mle", "del"), ("del", "mle")):
+        for _ in range(5):
+            per = per_trial_cost(costs, labels, order)
+            assert tuple(per) == order
+    assert per["del"]["wall_h"] == pytest.approx(1.0) and per["mle"]["wall_h"] == 0.5
+    assert tuple(per_trial_cost(costs, labels, ("mle", "absent"))) == ("mle",)
 
 
 def test_a_store_without_costs_says_nothing(tmp_path) -> None:
