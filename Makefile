@@ -196,15 +196,23 @@ study-scaling-code-report: venv
 
 PRETRAINED_STUDY := studies/del_pretrained
 PRETRAINED_PILOT := $(PRETRAINED_STUDY)/pilot/results
+PRETRAINED_RESULTS := $(PRETRAINED_STUDY)/results
 
-# Study 5 (SmolLM2-135M-Instruct, mle vs del, generated answers): so far pilot A (skipped when
-# complete; interrupted, it resumes), its compaction and the report. The power analysis, the
-# registration and the main run follow (studies/del_pretrained/README.md).
+# Study 5 (SmolLM2-135M-Instruct, mle vs del, generated answers): pilots A and B (complete:
+# skipped), the registered main run (interrupted, it resumes; it reads SVAMP and GSM8K from
+# ../shared/data, studies/del_pretrained/README.md), compaction and the report.
 study-del-pretrained: smollm
-	$(RUN) -m orchestrator sweep $(PRETRAINED_STUDY)/pilot/pilot_a.yaml \
-	    --results $(PRETRAINED_PILOT); $(SWEPT)
-	$(RUN) -m orchestrator compact del-pretrained-pilot-a --results $(PRETRAINED_PILOT)
+	for pilot in a b; do \
+	    $(RUN) -m orchestrator sweep $(PRETRAINED_STUDY)/pilot/pilot_$$pilot.yaml \
+	        --results $(PRETRAINED_PILOT); $(SWEPT); \
+	    $(RUN) -m orchestrator compact del-pretrained-pilot-$$pilot --results $(PRETRAINED_PILOT) \
+	        || exit $$?; \
+	done
+	$(RUN) -m orchestrator sweep $(PRETRAINED_STUDY)/main.yaml --results $(PRETRAINED_RESULTS); \
+	    $(SWEPT)
+	$(RUN) -m orchestrator compact del-pretrained-main --results $(PRETRAINED_RESULTS)
 	$(MAKE) study-del-pretrained-report
 
 study-del-pretrained-report: venv
-	$(RUN) $(PRETRAINED_STUDY)/tables.py $(PRETRAINED_PILOT) $(PRETRAINED_STUDY)/report
+	$(RUN) $(PRETRAINED_STUDY)/tables.py $(PRETRAINED_PILOT) $(PRETRAINED_RESULTS) \
+	    $(PRETRAINED_STUDY)/report

@@ -29,6 +29,18 @@ def json_records(path: Path, table: str) -> list[dict[str, Any]]:
     return [r for t in tables if t["name"] == table for r in t.get("records") or []]
 
 
+def paired_record(result: dict[str, Any], arm: str, metric: str) -> dict[str, Any] | None:
+    """The one paired-test record of `arm` on `metric` (against its baseline) in an ablation's
+    JSON output, or None when there is none (or more than one)."""
+    found = [
+        r
+        for t in result["tables"]
+        for r in t.get("records") or []
+        if r.get("arm") == arm and r.get("metric") == metric and r.get("baseline_arm")
+    ]
+    return found[0] if len(found) == 1 else None
+
+
 class StudyReport:
     """The report folder `out` (made if missing) and its index, written by `close`."""
 

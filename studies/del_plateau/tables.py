@@ -23,7 +23,7 @@ from analysis.family_rules import Component, FamilyVerdict, all_of, any_of
 from analysis.plateau import PlateauSettings
 from analysis.power import PowerSettings
 from analysis.selection import parse_value, parse_values
-from analysis.study_report import StudyReport
+from analysis.study_report import StudyReport, paired_record
 from records.reader import load_trials, open_store
 
 TRIALS = 24
@@ -52,17 +52,6 @@ SECONDARY_FINAL = [
 """Secondary generation metrics (generated once, at the last step: the final value)."""
 
 
-def records(result: dict[str, Any], arm: str, metric: str) -> dict[str, Any] | None:
-    """The one paired-test record of `arm` on `metric` in an ablation JSON, or None."""
-    found = [
-        r
-        for t in result["tables"]
-        for r in t.get("records") or []
-        if r.get("arm") == arm and r.get("metric") == metric and r.get("baseline_arm")
-    ]
-    return found[0] if len(found) == 1 else None
-
-
 def component(record: dict[str, Any] | None, name: str, p_key: str = "p") -> Component:
     """A family component from an ablation record (no record or no test: p None)."""
     if record is None:
@@ -83,18 +72,20 @@ def verdicts(
 ) -> dict[str, Any]:
     """The pre-registered verdicts from the three primary ablation JSONs (one-sided `greater`
     with TOST, one-sided `less`, and the control's TOST): README, "Hypotheses"."""
-    helps = any_of([component(records(greater, arm, PRIMARY), arm) for arm in DOSES], ALPHA)
+    helps = any_of([component(paired_record(greater, arm, PRIMARY), arm) for arm in DOSES], ALPHA)
     # "against": DEL significantly below MLE (one-sided `less`, Holm over the two doses); the
     # component's prediction is "lower", so a significant `less` test reads "as predicted" there.
-    hurts = any_of([_lower(records(less, arm, PRIMARY), arm) for arm in DOSES], ALPHA)
-    tost = all_of([tost_component(records(greater, arm, PRIMARY), arm) for arm in DOSES], ALPHA)
+    hurts = any_of([_lower(paired_record(less, arm, PRIMARY), arm) for arm in DOSES], ALPHA)
+    tost = all_of(
+        [tost_component(paired_record(greater, arm, PRIMARY), arm) for arm in DOSES], ALPHA
+    )
     per_dose = {arm: _dose(arm, greater, less, helps, hurts, tost) for arm in DOSES}
     if hurts.verdict == "supported":
         h1 = "not supported"
     else:
         h1 = "supported" if helps.verdict == "supported" else "inconclusive"
     h2 = "supported" if tost.verdict == "supported" else "inconclusive"
-    ctrl = records(control, CONTROL, PRIMARY)
+    ctrl = paired_record(control, CONTROL, PRIMARY)
     h3 = (
         "no test"
         if ctrl is None or ctrl.get("tost_p") is None
@@ -127,7 +118,7 @@ def _dose(
     tost: FamilyVerdict,
 ) -> dict[str, Any]:
     """One dose's status: better / worse (Holm over the doses, one-sided) / equivalent (TOST)."""
-    r = records(greater, arm, PRIMARY) or {}
+    r = paired_record(greater, arm, PRIMARY) or {}
     better = helps.results.get(arm) == "as predicted"
     worse = hurts.results.get(arm) == "as predicted"
     equivalent = tost.results.get(arm) == "as predicted"

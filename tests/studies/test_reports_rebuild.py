@@ -23,7 +23,7 @@ REPORTS = {
     "scaling_cpu": ["studies/scaling_cpu/results"],
     "del_plateau": ["studies/del_plateau/pilot/results", "studies/del_plateau/results"],
     "scaling_code": ["studies/scaling_code/results"],
-    "del_pretrained": ["studies/del_pretrained/pilot/results"],
+    "del_pretrained": ["studies/del_pretrained/pilot/results", "studies/del_pretrained/results"],
 }
 STAMP = re.compile(rb"written \d{4}-\d\d-\d\d \d\d:\d\d UTC")
 
