@@ -20,7 +20,7 @@ from typing import Any
 from analysis.commands import call, command_line, command_of
 from analysis.report import ReportSettings, write_report
 from analysis.result import Result, render
-from records.reader import open_store
+from records.reader import load_trials, open_store
 
 
 def json_records(path: Path, table: str) -> list[dict[str, Any]]:
@@ -39,6 +39,15 @@ def paired_record(result: dict[str, Any], arm: str, metric: str) -> dict[str, An
         if r.get("arm") == arm and r.get("metric") == metric and r.get("baseline_arm")
     ]
     return found[0] if len(found) == 1 else None
+
+
+def finished_trials(root: str, experiment: str) -> int:
+    """How many trials of `experiment` have finished (TERMINATED) in the store at `root`; 0
+    when the store or the experiment does not exist yet."""
+    if not Path(root).is_dir() or experiment not in open_store(root).experiments:
+        return 0
+    trials = load_trials(open_store(root, [experiment]))
+    return int((trials["status"] == "TERMINATED").sum())
 
 
 class StudyReport:

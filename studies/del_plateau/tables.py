@@ -23,8 +23,7 @@ from analysis.family_rules import Component, FamilyVerdict, all_of, any_of
 from analysis.plateau import PlateauSettings
 from analysis.power import PowerSettings
 from analysis.selection import parse_value, parse_values
-from analysis.study_report import StudyReport, paired_record
-from records.reader import load_trials, open_store
+from analysis.study_report import StudyReport, finished_trials, paired_record
 
 TRIALS = 24
 """The registered main run: 4 arms x 6 seeds. No test is read before all of them finished."""
@@ -235,18 +234,10 @@ def del_term_share() -> AblationSettings:
     return AblationSettings(metrics=metrics, values=(parse_value("auc:5000-6000"),))
 
 
-def finished(root: str) -> int:
-    """How many of the main run's trials have finished (TERMINATED) in the store at `root`."""
-    if not Path(root).is_dir() or MAIN not in open_store(root).experiments:
-        return 0
-    trials = load_trials(open_store(root, [MAIN]))
-    return int((trials["status"] == "TERMINATED").sum())
-
-
 def main(pilot_root: str, root: str, out_dir: str) -> None:
     report = StudyReport(out_dir)
     pilot(report, pilot_root)
-    done = finished(root)
+    done = finished_trials(root, MAIN)
     if done == TRIALS:
         primary(report, root)
         secondary(report, root)

@@ -23,8 +23,7 @@ from analysis.ablation import AblationSettings
 from analysis.ablation_options import PairedOptions
 from analysis.power import PowerSettings
 from analysis.selection import parse_value
-from analysis.study_report import StudyReport, paired_record
-from records.reader import load_trials, open_store
+from analysis.study_report import StudyReport, finished_trials, paired_record
 
 PILOT_A = "del-pretrained-pilot-a"
 PILOT_B = "del-pretrained-pilot-b"
@@ -194,19 +193,11 @@ def secondary(report: StudyReport, root: str) -> None:
     report.command("power_reached", root, [MAIN], power)
 
 
-def finished(root: str) -> int:
-    """How many of the main run's trials have finished (TERMINATED) in the store at `root`."""
-    if not Path(root).is_dir() or MAIN not in open_store(root).experiments:
-        return 0
-    trials = load_trials(open_store(root, [MAIN]))
-    return int((trials["status"] == "TERMINATED").sum())
-
-
 def main(pilot_root: str, root: str, out_dir: str) -> None:
     report = StudyReport(out_dir)
     pilot_a(report, pilot_root)
     pilot_b(report, pilot_root)
-    done = finished(root)
+    done = finished_trials(root, MAIN)
     if done == TRIALS:
         primary(report, root)
         secondary(report, root)

@@ -105,10 +105,12 @@ def test_the_control_arm_is_judged_by_its_tost():
 def test_no_test_is_read_before_the_main_run_has_finished(tmp_path):
     # The tests run only once all 24 main trials finished (the committed store); a store part-way
     # (a synthetic store of the main run's experiment, some trials still running) counts as such.
+    from analysis.study_report import finished_trials
     from bench.synthetic_store import generate_store
+    from records.reader import load_trials, open_store
 
     root = T.Path(__file__).resolve().parents[2] / "studies" / "del_plateau" / "results"
-    assert T.finished(str(root)) == T.TRIALS
+    assert finished_trials(str(root), T.MAIN) == T.TRIALS
     partial = tmp_path / "results"
     generate_store(
         partial,
@@ -118,6 +120,6 @@ def test_no_test_is_read_before_the_main_run_has_finished(tmp_path):
         running_fraction=0.25,
         benchmarks=(),
     )
-    trials = T.load_trials(T.open_store(str(partial), [T.MAIN]))
-    assert 0 < T.finished(str(partial)) < trials.height
-    assert T.finished(str(tmp_path / "no-such-store")) == 0
+    trials = load_trials(open_store(str(partial), [T.MAIN]))
+    assert 0 < finished_trials(str(partial), T.MAIN) < trials.height
+    assert finished_trials(str(tmp_path / "no-such-store"), T.MAIN) == 0
