@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import stored_sweep
-from orchestrator.sweep_file import load_sweep
+from orchestrator.sweep_file import SweepConfig, load_sweep
 from tests.sweep_runs import ROOT
 
 STUDIES = ROOT / "studies"
@@ -44,4 +44,22 @@ def test_the_studies_have_committed_runs() -> None:
 )
 def test_a_committed_experiment_resumes_with_its_sweep_file(sweep_file: Path, results: Path):
     sweep = load_sweep(sweep_file)
-    assert stored_sweep(str(results), sweep.experiment) == sweep
+    stored = stored_sweep(str(results), sweep.experiment)
+    assert stored is not None and comparable(stored) == comparable(sweep)
+    assert all(Path(p).is_absolute() for p in stored.trial.data.benchmarks.values())
+
+
+def comparable(sweep: SweepConfig) -> SweepConfig:
+    """`sweep` with its benchmark and instruction files cut to their last two path parts: a
+    relative path is made absolute against the directory the run started in
+    (orchestrator.local_paths), so the manifest holds that machine's path, which a clone
+    elsewhere does not share; the file it names must be the same."""
+
+    def short(path: str) -> str:
+        return "/".join(Path(path).parts[-2:])
+
+    data = sweep.trial.data
+    benchmarks = {name: short(path) for name, path in data.benchmarks.items()}
+    path = None if data.path is None else short(data.path)
+    data = data.model_copy(update={"benchmarks": benchmarks, "path": path})
+    return sweep.model_copy(update={"trial": sweep.trial.model_copy(update={"data": data})})
