@@ -33,6 +33,12 @@ PRIMARY = "gen/mathgen/exact_match"
 """The candidate primary metric: generated exact match on the held-out problems, final value."""
 BUDGET_HOURS = 6.0
 """The main run's wall-time budget on this machine (issue 45): a plan over it is redesigned."""
+DEL_TERM = AblationSettings(
+    metrics=("train/aux", "train/ce", "train/loss"), values=(parse_value("auc"),)
+)
+"""The DEL term's size: `train/aux` is the term before alpha (a mean over digit positions) and
+train/loss - train/ce = alpha * aux its weight in the loss, each averaged over training (auc: the
+trapezoidal mean of the reports' window means)."""
 MAIN = "del-pretrained-main"
 TRIALS = 2 * 9
 """The registered main run: mle and del x 9 seeds (0-8). No test is read before all finished."""
@@ -79,13 +85,7 @@ def pilot_a(report: StudyReport, root: str) -> None:
         "pilot_a_curves", root, [PILOT_A], AblationSettings(metrics=CURVES, values=steps)
     )
     report.command("pilot_a_costs", root, [PILOT_A], AblationSettings(metrics=COSTS))
-    # The DEL term's size: train/aux is the term before alpha (a mean over digit positions), and
-    # train/loss - train/ce = alpha * aux its weight in the loss; each averaged over training
-    # (auc: the trapezoidal mean of the reports' window means).
-    share = AblationSettings(
-        metrics=("train/aux", "train/ce", "train/loss"), values=(parse_value("auc"),)
-    )
-    report.command("pilot_a_del_term", root, [PILOT_A], share)
+    report.command("pilot_a_del_term", root, [PILOT_A], DEL_TERM)
 
 
 def pilot_b(report: StudyReport, root: str) -> None:
@@ -185,10 +185,7 @@ def secondary(report: StudyReport, root: str) -> None:
     loss, and the power the main run reached at its own spread."""
     report.command("secondary", root, [MAIN], AblationSettings(metrics=SECONDARY, family="all"))
     report.command("costs", root, [MAIN], AblationSettings(metrics=COSTS))
-    share = AblationSettings(
-        metrics=("train/aux", "train/ce", "train/loss"), values=(parse_value("auc"),)
-    )
-    report.command("del_term", root, [MAIN], share)
+    report.command("del_term", root, [MAIN], DEL_TERM)
     power = PowerSettings(delta=SESOI, metrics=(PRIMARY,), one_sided=True)
     report.command("power_reached", root, [MAIN], power)
 

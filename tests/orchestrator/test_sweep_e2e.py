@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -55,7 +56,7 @@ def sweep_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
     svamp = tmp / "svamp.json"
     svamp.write_text(json.dumps(SVAMP_ROWS))
-    sweep = json.loads(json.dumps(SWEEP))
+    sweep = copy.deepcopy(SWEEP)
     # Relative to the directory numsweep runs in (ROOT), where a Ray Train worker does not run.
     sweep["trial"]["data"]["benchmarks"] = {"svamp": os.path.relpath(svamp, ROOT)}
     config = write_sweep(tmp, sweep)
