@@ -26,7 +26,11 @@ import torch
 
 from trainables.config import TrialConfig
 from trainables.data.batching import encode_prompts
-from trainables.worker.evaluation import generate_answers, score_generation
+from trainables.worker.evaluation import (
+    PROMPT_LENGTH_FACTOR,
+    generate_answers,
+    score_generation,
+)
 from trainables.worker.trial_inputs import load_model_and_tokenizer, load_splits
 
 DEFAULT_JSON = Path("bench/out/generation.json")
@@ -43,8 +47,8 @@ DATA = {
     "n_train": 64,
     "max_length": 96,
 }
-MAX_PROMPT = 4 * DATA["max_length"]
-"""The prompt length a trial's evaluation allows (`trainables.worker.evaluation.evaluate`)."""
+MAX_PROMPT = PROMPT_LENGTH_FACTOR * DATA["max_length"]
+"""The prompt length a trial's evaluation allows for this data (`trainables.worker.evaluation`)."""
 
 
 def plain_generate(model: Any, tokenizer: Any, records: list, max_new_tokens: int, chat: bool):

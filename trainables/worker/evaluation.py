@@ -28,6 +28,10 @@ from trainables.losses import NumberVocab
 from trainables.metrics import CEDecomposition, DigitMetrics, PlaceAccuracy, score_numbers
 from trainables.worker.trial_inputs import Splits
 
+PROMPT_LENGTH_FACTOR = 4
+"""A generation prompt may hold this many times `data.max_length` tokens (a benchmark's word
+problem is longer than the training examples that length was chosen for)."""
+
 
 def _shard(items: Sequence[Any], rank: int, world_size: int, filler: Any) -> tuple[list[Any], int]:
     """This rank's items (rank, rank + W, …), padded with `filler` to the same length on every
@@ -207,7 +211,7 @@ def evaluate(
             records,
             batch_size=cfg.eval.batch_size,
             max_new_tokens=cfg.eval.max_new_tokens,
-            max_prompt_length=cfg.data.max_length * 4,
+            max_prompt_length=cfg.data.max_length * PROMPT_LENGTH_FACTOR,
             chat_template=cfg.model.chat_template,
             synced=cfg.train.zero_stage == 3,  # ZeRO-3: every forward is a collective
             **shards,
