@@ -44,10 +44,13 @@ def paired_record(result: dict[str, Any], arm: str, metric: str) -> dict[str, An
 def finished_trials(root: str, experiment: str) -> int:
     """How many trials of `experiment` have finished (TERMINATED) in the store at `root`; 0
     when the store or the experiment does not exist yet."""
-    if not Path(root).is_dir() or experiment not in open_store(root).experiments:
+    if not Path(root).is_dir():
         return 0
-    trials = load_trials(open_store(root, [experiment]))
-    return int((trials["status"] == "TERMINATED").sum())
+    store = open_store(root)  # listed once: every experiment's trial table is small
+    if experiment not in store.experiments:
+        return 0
+    trials = load_trials(store)
+    return int(((trials["experiment"] == experiment) & (trials["status"] == "TERMINATED")).sum())
 
 
 class StudyReport:
