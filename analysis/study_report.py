@@ -20,7 +20,7 @@ from typing import Any
 from analysis.commands import call, command_line, command_of
 from analysis.report import ReportSettings, write_report
 from analysis.result import Result, render
-from records.reader import load_trials, open_store
+from records.reader import load_finished_trials, open_store
 
 
 def json_records(path: Path, table: str) -> list[dict[str, Any]]:
@@ -44,13 +44,7 @@ def paired_record(result: dict[str, Any], arm: str, metric: str) -> dict[str, An
 def finished_trials(root: str, experiment: str) -> int:
     """How many trials of `experiment` have finished (TERMINATED) in the store at `root`; 0
     when the store or the experiment does not exist yet."""
-    if not Path(root).is_dir():
-        return 0
-    store = open_store(root)  # listed once: every experiment's trial table is small
-    if experiment not in store.experiments:
-        return 0
-    trials = load_trials(store)
-    return int(((trials["experiment"] == experiment) & (trials["status"] == "TERMINATED")).sum())
+    return load_finished_trials(root, experiment).height
 
 
 class StudyReport:

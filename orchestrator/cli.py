@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.sweep_file import SweepConfig, SweepFileError, load_sweep
+from records.errors import ResultsError
 
 
 class UsageError(ValueError):
@@ -296,7 +297,6 @@ def summary_metrics(sweep: SweepConfig, available: list[str], digits: bool = Tru
 
 def _finish(root: str, sweep: SweepConfig, n_trials: int, n_errors: int, digits: bool) -> int:
     from analysis.__main__ import main as analysis_main
-    from records.errors import ResultsError
     from records.reader import metric_names, open_store
 
     experiment = sweep.experiment
@@ -405,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (SweepFileError, UsageError) as err:
+    except (SweepFileError, UsageError, ResultsError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 

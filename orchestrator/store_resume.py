@@ -21,9 +21,8 @@ from ray import tune
 from orchestrator.driver import TuneRun, tune_runs
 from orchestrator.search_space import grid_arms, trial_config
 from orchestrator.sweep_file import SweepConfig
-from records.errors import ResultsError
 from records.layout import STATE_COLUMNS, ExperimentPaths, trial_row
-from records.reader import load_trials, open_store
+from records.reader import load_finished_trials
 
 # Columns of a trials row that identify a trial's configuration but are not part of it.
 _NOT_IDENTITY = STATE_COLUMNS | {"group"}
@@ -56,7 +55,7 @@ def store_resume(sweep: SweepConfig, root: str) -> StoreResume | None:
     }
     if all(restorable.values()):
         return None
-    finished = _finished_trials(root, sweep.experiment)
+    finished = load_finished_trials(root, sweep.experiment)
     left: list[TuneRun] = []
     n_done = 0
     for run in runs:
@@ -68,7 +67,7 @@ def store_resume(sweep: SweepConfig, root: str) -> StoreResume | None:
             if arms:
                 left.append(dataclasses.replace(run, num_trials=len(arms), arms=tuple(arms)))
         else:
-            done = finished.filter(pl.col("loss").is_in(list(run.losses))).height
+            done = 0 if finished.is_empty() else int(finished["loss"].is_in(list(run.losses)).sum())
             n_done += min(done, run.num_trials)
             if 0 < done < run.num_trials:
                 raise ValueError(
@@ -80,14 +79,6 @@ def store_resume(sweep: SweepConfig, root: str) -> StoreResume | None:
             if done == 0:
                 left.append(run)
     return StoreResume(left, n_done, sum(run.num_trials for run in runs))
-
-
-def _finished_trials(root: str, experiment: str) -> pl.DataFrame:
-    try:
-        trials = load_trials(open_store(root, [experiment]))
-    except ResultsError:  # a manifest and no trial written yet
-        return pl.DataFrame(schema={"trial_id": pl.String(), "loss": pl.String()})
-    return trials.filter(pl.col("status") == "TERMINATED")
 
 
 def _arms_left(sweep: SweepConfig, finished: pl.DataFrame) -> list[dict[str, Any]]:

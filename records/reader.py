@@ -28,7 +28,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from records import layout
-from records.errors import ResultsError
+from records.errors import NothingStored, ResultsError
 from records.layout import (
     METRIC_KEY,
     METRIC_VERSION,
@@ -160,7 +160,7 @@ def open_store(root: str | Path, experiments: Sequence[str] | None = None) -> St
     where = _open_root(root)
     kind = where.fs.get_file_info(where.base).type
     if kind == pafs.FileType.NotFound:
-        raise ResultsError(f"results directory {root} does not exist")
+        raise NothingStored(f"results directory {root} does not exist")
     if kind != pafs.FileType.Directory:
         raise ResultsError(f"results path {root} is not a directory")
     metric_dirs, trial_dirs = (
@@ -168,14 +168,14 @@ def open_store(root: str | Path, experiments: Sequence[str] | None = None) -> St
     )
     found = sorted(set(metric_dirs) | set(trial_dirs))
     if not found:
-        raise ResultsError(
+        raise NothingStored(
             f"no trials in {root}: expected trials/experiment=<E>/part-*.parquet and "
             "metrics/experiment=<E>/part-*.parquet under it"
         )
     if experiments:
         unknown = [e for e in experiments if e not in found]
         if unknown:
-            raise ResultsError(
+            raise NothingStored(
                 f"unknown experiment {', '.join(map(repr, unknown))} in {root}; "
                 f"available: {', '.join(found)}"
             )
@@ -306,11 +306,26 @@ def load_trials(store: Store) -> pl.DataFrame:
     """
     df = _read_trial_parts(store)
     if df is None or df.height == 0:
-        return pl.DataFrame(
-            schema={"experiment": pl.String(), "trial_id": pl.String(), "status": pl.String()}
-        )
+        return _no_trials()
     df = df.with_columns(pl.col("ts").cast(pl.Datetime("us", "UTC")))
     return trial_states(df)
+
+
+def load_finished_trials(root: str | Path, experiment: str) -> pl.DataFrame:
+    """The finished (TERMINATED) trials of `experiment` in the store at `root` (a path or a
+    URI), as `load_trials` rows; an empty frame (experiment, trial_id, status) while the store or
+    the experiment has nothing written yet. A store that is there but unreadable raises."""
+    try:
+        store = open_store(root, [experiment])  # lists this experiment's parts only
+    except NothingStored:
+        return _no_trials()
+    return load_trials(store).filter(pl.col("status") == "TERMINATED")
+
+
+def _no_trials() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={"experiment": pl.String(), "trial_id": pl.String(), "status": pl.String()}
+    )
 
 
 def config_columns(trials: pl.DataFrame) -> list[str]:

@@ -4,6 +4,7 @@ The whole command on a real sweep is in test_resume.py."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from ray.tune.experiment import Trial
 
@@ -93,7 +94,22 @@ def test_a_search_with_nothing_finished_starts_again(tmp_path):
     assert run.num_trials == 4 and run.arms is None
 
 
+def test_a_search_with_only_its_manifest_starts_again(tmp_path):
+    ResultsStore(str(tmp_path), "e").write_manifest({"config": SEARCH.model_dump(mode="json")})
+    left = store_resume(SEARCH, str(tmp_path))
+    assert [run.num_trials for run in left.runs] == [4] and left.finished == 0
+
+
 def test_a_part_finished_search_is_refused_with_what_to_do(tmp_path):
     write_trials(tmp_path, SEARCH, search_configs(3), finished=2)
     with pytest.raises(ValueError, match=r"2 of 4 trials .* cannot continue.*numsweep extend"):
         store_resume(SEARCH, str(tmp_path))
+
+
+def test_an_unreadable_store_is_refused_not_taken_for_nothing_done(tmp_path):
+    # Taken for nothing done, every finished arm would run again and append duplicates.
+    write_trials(tmp_path, GRID, [{"arm": arm} for arm in grid_arms(GRID)], finished=8)
+    part = tmp_path / "trials" / "experiment=e" / "part-00099.parquet"
+    pl.DataFrame({"trial_id": ["x"]}).write_parquet(part)
+    with pytest.raises(ValueError, match=r"part-00099.parquet lacks column"):
+        store_resume(GRID, str(tmp_path))

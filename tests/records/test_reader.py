@@ -11,11 +11,12 @@ import pytest
 
 from analysis.selection import BEST, FINAL, ValueSpec, parse_value, parse_values, select_values
 from bench.synthetic_store import EXACT_METRICS, generate_store
-from records.errors import ResultsError
+from records.errors import NothingStored, ResultsError
 from records.layout import METRICS_SCHEMA, trials_schema
 from records.reader import (
     current_trials,
     latest_rows,
+    load_finished_trials,
     metric_names,
     open_store,
     read_latest,
@@ -140,3 +141,41 @@ def test_metrics_without_trial_rows_are_readable(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     trials, notes = current_trials(store)
     assert trials.height == 0 and "no trials in" in notes[0]
+
+
+def test_finished_trials_are_the_terminated_ones_of_one_experiment(tmp_path: Path) -> None:
+    # Two experiments in one store; the generator's own statuses are the truth.
+    mine = generate_store(
+        tmp_path, experiment="mine", running_fraction=0.3, errored_fraction=0.2, seed=7
+    )
+    generate_store(tmp_path, experiment="other", losses=("mle",), seeds=(0,))
+    expected = {t for t, status in mine.statuses.items() if status == "TERMINATED"}
+    assert 0 < len(expected) < mine.n_trials  # the store mixes finished and unfinished trials
+    finished = load_finished_trials(tmp_path, "mine")
+    assert set(finished["trial_id"]) == expected and finished.height == len(expected)
+    assert set(finished["experiment"]) == {"mine"}
+
+
+def test_finished_trials_are_none_until_something_is_stored(tmp_path: Path) -> None:
+    generate_store(tmp_path / "store", experiment="other", losses=("mle",), seeds=(0,))
+    (tmp_path / "empty").mkdir()
+    for root, experiment in [
+        (tmp_path / "nope", "e"),  # no folder yet
+        (tmp_path / "empty", "e"),  # a folder, nothing written under it
+        (tmp_path / "store", "e"),  # a store with other experiments only
+    ]:
+        with pytest.raises(NothingStored):
+            open_store(root, [experiment])
+        finished = load_finished_trials(root, experiment)
+        assert finished.is_empty() and {"trial_id", "status"} <= set(finished.columns)
+
+
+def test_finished_trials_of_an_unreadable_store_raise(tmp_path: Path) -> None:
+    # Nothing written is none finished; a part that breaks the contract is not.
+    generate_store(tmp_path, experiment="e", losses=("mle",), seeds=(0,))
+    pl.DataFrame({"trial_id": ["x"], "step": [1]}).write_parquet(
+        tmp_path / "metrics" / "experiment=e" / "part-00099.parquet"
+    )
+    with pytest.raises(ResultsError, match=r"part-00099.parquet lacks column") as raised:
+        load_finished_trials(tmp_path, "e")
+    assert not isinstance(raised.value, NothingStored)

@@ -149,6 +149,20 @@ def test_status_prints_every_parameter_column_and_the_right_best(tmp_path):
     assert f"best max {METRIC}: 0.61 (trial dist2_b, loss dist2)" in text
 
 
+def test_status_of_an_unreadable_store_names_the_file(tmp_path, capsys):
+    # An unreadable part is not "no trial has started yet": the command names it (exit 2).
+    from orchestrator.cli import main
+
+    store = write_store(tmp_path)
+    store.write_manifest({"config": SWEEP.model_dump(mode="json")})
+    assert "3 trial(s)" in experiment_status(str(tmp_path), SWEEP)
+    pl.DataFrame({"trial_id": ["x"], "step": [1]}).write_parquet(
+        tmp_path / "metrics" / "experiment=rr" / "part-00099.parquet"
+    )
+    assert main(["status", "rr", "--results", str(tmp_path)]) == 2
+    assert "part-00099.parquet lacks column" in capsys.readouterr().err
+
+
 def test_the_sink_counts_attempts_by_the_same_rule(tmp_path):
     store = write_store(tmp_path)
     sink = ParquetSink(store, lambda t: trial_config(SWEEP, t.config, t.trial_id))
