@@ -149,7 +149,8 @@ PLATEAU_RESULTS := $(PLATEAU_STUDY)/results
 # Study 3: the pilot (complete: skipped), the registered main run, compaction, the report.
 study-del-plateau: venv
 	$(RUN) -m orchestrator sweep $(PLATEAU_STUDY)/pilot/pilot.yaml --results $(PLATEAU_PILOT); $(SWEPT)
-	$(RUN) -m orchestrator sweep $(PLATEAU_STUDY)/main.yaml --results $(PLATEAU_RESULTS); $(SWEPT)
+	$(RUN) -m orchestrator sweep $(PLATEAU_STUDY)/main.yaml --results $(PLATEAU_RESULTS) \
+	    --no-summary; $(SWEPT)
 	$(RUN) -m orchestrator compact del-plateau-pilot --results $(PLATEAU_PILOT)
 	$(RUN) -m orchestrator compact del-plateau-main --results $(PLATEAU_RESULTS)
 	$(MAKE) study-del-plateau-report
@@ -208,7 +209,8 @@ study-del-pretrained: smollm
 	    $(RUN) -m orchestrator compact del-pretrained-pilot-$$pilot --results $(PRETRAINED_PILOT) \
 	        || exit $$?; \
 	done
-	$(RUN) -m orchestrator sweep $(PRETRAINED_STUDY)/main.yaml --results $(PRETRAINED_RESULTS); \
+	$(RUN) -m orchestrator sweep $(PRETRAINED_STUDY)/main.yaml --results $(PRETRAINED_RESULTS) \
+	    --no-summary; \
 	    $(SWEPT)
 	$(RUN) -m orchestrator compact del-pretrained-main --results $(PRETRAINED_RESULTS)
 	$(MAKE) study-del-pretrained-report

@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
         "instead of the progress line); by default they go to the experiment's logs/ folder",
     }
     sweep.add_argument("--verbose", **verbose)
+    sweep.add_argument(
+        "--no-summary",
+        action="store_true",
+        help="end (or stop) without the arms' results table and plateau warnings: counts and "
+        "where the results are only; for a registered study whose tests wait for all trials",
+    )
     results(sweep)
     extend = sub.add_parser("extend", help="add trials to a search, continuing its Optuna study")
     extend.add_argument("experiment")
@@ -229,7 +235,8 @@ def _launch(
             verbose=args.verbose,
             logs=output.logs,
         )
-        return _finish(root, sweep, outcome.n_trials, outcome.n_errors, digits)
+        summary = not args.no_summary
+        return end_of_sweep(root, sweep, outcome.n_trials, outcome.n_errors, digits, summary)
 
 
 def _store_resume(sweep: SweepConfig, root: str):
@@ -295,7 +302,29 @@ def summary_metrics(sweep: SweepConfig, available: list[str], digits: bool = Tru
     return [m for m in wanted if m in reported]
 
 
-def _finish(root: str, sweep: SweepConfig, n_trials: int, n_errors: int, digits: bool) -> int:
+def end_of_sweep(
+    root: str, sweep: SweepConfig, n_trials: int, n_errors: int, digits: bool, summary: bool
+) -> int:
+    """Print what a finished (or stopped) sweep left: with `summary`, the arms' table of its
+    held-out metrics and, for a grid, the arms still learning; then the counts and the commands
+    that read the results. The exit code: 1 when a trial failed."""
+    if summary:
+        _print_summary(root, sweep, digits)
+    else:
+        print("\nnumsweep: results summary held back (--no-summary)")
+    experiment = sweep.experiment
+    print(
+        f"\n{n_trials} trials, {n_errors} failed. Results: {root}\n"
+        "Next:\n"
+        f"  numsweep status {experiment} --results {root}\n"
+        f"  python -m analysis ablation {root} --experiment {experiment}\n"
+        f"  python -m analysis entropy {root}\n"
+        f"  python -m analysis report {root} -o {root}/report\n"
+    )
+    return 1 if n_errors else 0
+
+
+def _print_summary(root: str, sweep: SweepConfig, digits: bool) -> None:
     from analysis.__main__ import main as analysis_main
     from records.reader import metric_names, open_store
 
@@ -314,15 +343,6 @@ def _finish(root: str, sweep: SweepConfig, n_trials: int, n_errors: int, digits:
         # A grid compares arms at their final step: say so when that step is mid-learning.
         for line in still_learning_warning(root, experiment):
             print(line)
-    print(
-        f"\n{n_trials} trials, {n_errors} failed. Results: {root}\n"
-        "Next:\n"
-        f"  numsweep status {experiment} --results {root}\n"
-        f"  python -m analysis ablation {root} --experiment {experiment}\n"
-        f"  python -m analysis entropy {root}\n"
-        f"  python -m analysis report {root} -o {root}/report\n"
-    )
-    return 1 if n_errors else 0
 
 
 def cmd_extend(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 import torch
 
-from orchestrator.cli import _finish, summary_metrics
+from orchestrator.cli import end_of_sweep, summary_metrics
 from orchestrator.parquet_sink import METRIC_PREFIXES
 from orchestrator.search_space import trial_config
 from orchestrator.sweep_file import SweepConfig
@@ -149,10 +149,16 @@ def test_the_summary_asks_only_for_what_the_sweep_reported(tmp_path, capsys):
     store.write_part("metrics", rows, METRICS_SCHEMA)
     store.write_part("trials", trials, trials_schema(param_columns()))
     assert "gen/macc" not in summary_metrics(sweep, [r["metric"] for r in rows])
-    assert _finish(str(tmp_path), sweep, 2, 0, digits=True) == 0
+    assert end_of_sweep(str(tmp_path), sweep, 2, 0, digits=True, summary=True) == 0
     captured = capsys.readouterr()
     assert "unknown metric" not in captured.out + captured.err
     # the test split's panel, its columns named by their leaf
     assert "| mle |" in captured.out and "eval/test/" in captured.out
     assert "| digit_acc |" in captured.out
     assert "2 trials, 0 failed" in captured.out
+
+    # --no-summary (a registered study's blinding): counts and where to look, no value.
+    assert end_of_sweep(str(tmp_path), sweep, 2, 1, digits=True, summary=False) == 1
+    held = capsys.readouterr().out
+    assert "summary held back" in held and "2 trials, 1 failed" in held
+    assert "0.5" not in held and "digit_acc" not in held and "| mle |" not in held
