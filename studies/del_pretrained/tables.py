@@ -5,10 +5,11 @@ study-del-pretrained-report`):
 
 Every number in the study's README comes from one of these `python -m analysis` commands, each
 written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision); OUT/index.txt
-lists them. So far the study has its two pilots (README, "Pilot A" and "Pilot B"): pilot A's
-curves of generated and teacher-forced metrics at each evaluation, what a trial costs here and
-the DEL term's size; pilot B's seed-to-seed spread and the power analysis it feeds. The main
-run's tests and verdicts (README, "Hypotheses") are read only once all its trials finished.
+lists them. The two pilots (README, "Pilot A" and "Pilot B"): pilot A's curves of generated and
+teacher-forced metrics at each evaluation, what a trial costs here and the DEL term's size;
+pilot B's seed-to-seed spread and the power analysis it feeds. The main run's tests and verdicts
+(README, "Hypotheses"), its secondary metrics, sanity gates, costs and report page are read only
+once all its trials finished.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ SECONDARY = (
     "gen/gsm8k/exact_match",
 )
 """Secondary metrics (final values): reported with two-sided tests, Holm over the table."""
+PARSED = AblationSettings(metrics=("gen/mathgen/parsed",))
+"""The sanity gate that every generated answer holds a number: the share that does, final."""
 EVALUATED = (0, 50, 100, 150, 200)
 """Pilot A's evaluation steps (every 50 of 200, generation at each)."""
 CURVES = (
@@ -181,9 +184,10 @@ def primary(report: StudyReport, root: str) -> dict[str, Any]:
 
 
 def secondary(report: StudyReport, root: str) -> None:
-    """The secondary table (two-sided, Holm over it), the costs, the DEL term's share of the
-    loss, and the power the main run reached at its own spread."""
+    """The secondary table (two-sided, Holm over it), the parsed-answers gate, the costs, the DEL
+    term's share of the loss, and the power the main run reached at its own spread."""
     report.command("secondary", root, [MAIN], AblationSettings(metrics=SECONDARY, family="all"))
+    report.command("parsed", root, [MAIN], PARSED)
     report.command("costs", root, [MAIN], AblationSettings(metrics=COSTS))
     report.command("del_term", root, [MAIN], DEL_TERM)
     power = PowerSettings(delta=SESOI, metrics=(PRIMARY,), one_sided=True)
