@@ -16,7 +16,7 @@ from scipy import stats
 
 from analysis.__main__ import main
 from analysis.plateau import still_learning_warning
-from orchestrator.cli import _finish
+from orchestrator.cli import end_of_sweep
 from orchestrator.sweep_file import load_sweep
 from tests.analysis.curve_fixtures import ACC, CE, ENT, write_curve_store
 
@@ -122,8 +122,11 @@ def test_sweep_prints_the_warning_at_the_end_of_a_grid(rising, capsys) -> None:
         ROOT / "studies" / "del_cpu" / "ablation.yaml", [f"experiment={rising.experiment}"]
     )
     assert sweep.mode == "grid"
-    _finish(str(rising.root), sweep, 10, 0, True)
+    end_of_sweep(str(rising.root), sweep, 10, 0, True, summary=True)
     out = capsys.readouterr().out
     warnings = [line for line in out.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 2
     assert warnings[0].startswith("warning: mle is still learning at step 400: eval/test/digit_acc")
+    # --no-summary (a registered study's blinding) holds the warnings back with the table.
+    end_of_sweep(str(rising.root), sweep, 10, 0, True, summary=False)
+    assert "warning: " not in capsys.readouterr().out
