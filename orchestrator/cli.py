@@ -58,18 +58,19 @@ def build_parser() -> argparse.ArgumentParser:
         "help": "Ray's, Tune's and the trials' own output on the terminal (Tune's status tables "
         "instead of the progress line); by default they go to the experiment's logs/ folder",
     }
-    sweep.add_argument("--verbose", **verbose)
-    sweep.add_argument(
-        "--no-summary",
-        action="store_true",
-        help="end (or stop) without the arms' results table and plateau warnings: counts and "
+    no_summary = {
+        "action": "store_true",
+        "help": "end (or stop) without the arms' results table and plateau warnings: counts and "
         "where the results are only; for a registered study whose tests wait for all trials",
-    )
+    }
+    sweep.add_argument("--verbose", **verbose)
+    sweep.add_argument("--no-summary", **no_summary)
     results(sweep)
     extend = sub.add_parser("extend", help="add trials to a search, continuing its Optuna study")
     extend.add_argument("experiment")
     extend.add_argument("--trials", type=int, required=True, help="trials to add")
     extend.add_argument("--verbose", **verbose)
+    extend.add_argument("--no-summary", **no_summary)
     results(extend)
     status = sub.add_parser("status", help="trials, states, best values and file locations")
     status.add_argument("experiment")

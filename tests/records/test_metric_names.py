@@ -162,3 +162,12 @@ def test_the_summary_asks_only_for_what_the_sweep_reported(tmp_path, capsys):
     held = capsys.readouterr().out
     assert "summary held back" in held and "2 trials, 1 failed" in held
     assert "0.5" not in held and "digit_acc" not in held and "| mle |" not in held
+
+
+def test_every_command_that_runs_trials_can_hold_the_summary_back():
+    # `extend` ends through the same printout as `sweep` (it failed without the flag).
+    from orchestrator.cli import parse_args
+
+    for argv in (["sweep", "s.yaml"], ["extend", "e", "--trials", "1"]):
+        assert parse_args(argv).no_summary is False
+        assert parse_args([*argv, "--no-summary"]).no_summary is True
