@@ -14,19 +14,9 @@ from analysis.selection import FINAL, select_values
 from analysis.trial_costs import cost_lines, trial_costs
 from orchestrator.driver import study_storage, tune_runs
 from orchestrator.sweep_file import SweepConfig
-from records.errors import NothingStored
 from records.layout import STARTS, TABLES, ExperimentPaths
-from records.reader import Store, load_trials, open_store, read_latest, scan_metrics
+from records.reader import Store, load_trials, open_experiment, read_latest, scan_metrics
 from trainables.losses import param_columns
-
-
-def open_experiment(root: str, experiment: str) -> Store | None:
-    """The experiment's parts under `root` (a path or a URI), None when it has none yet (a store
-    that is there but unreadable raises ResultsError, naming the file)."""
-    try:
-        return open_store(root, [experiment])
-    except NothingStored:  # no table folder or no part of this experiment yet
-        return None
 
 
 def trial_table(store: Store | None, sweep: SweepConfig) -> pl.DataFrame | None:

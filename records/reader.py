@@ -311,13 +311,21 @@ def load_trials(store: Store) -> pl.DataFrame:
     return trial_states(df)
 
 
-def load_finished_trials(root: str | Path, experiment: str) -> pl.DataFrame:
-    """The finished (TERMINATED) trials of `experiment` in the store at `root` (a path or a
-    URI), as `load_trials` rows; an empty frame (experiment, trial_id, status) while the store or
-    the experiment has nothing written yet. A store that is there but unreadable raises."""
+def open_experiment(root: str | Path, experiment: str) -> Store | None:
+    """The parts of `experiment` under `root` (a path or a URI), None while the store or the
+    experiment has nothing written yet; a store that is there but unreadable raises ResultsError,
+    naming the file."""
     try:
-        store = open_store(root, [experiment])  # lists this experiment's parts only
+        return open_store(root, [experiment])  # lists this experiment's parts only
     except NothingStored:
+        return None
+
+
+def load_finished_trials(root: str | Path, experiment: str) -> pl.DataFrame:
+    """The finished (TERMINATED) trials of `experiment` in the store at `root`, as `load_trials`
+    rows; an empty frame (experiment, trial_id, status) while it has nothing written yet."""
+    store = open_experiment(root, experiment)
+    if store is None:
         return _no_trials()
     return load_trials(store).filter(pl.col("status") == "TERMINATED")
 

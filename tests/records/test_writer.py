@@ -16,10 +16,17 @@ from analysis.selection import FINAL, select_values
 from bench.synthetic_store import write_foreign_trials_part
 from orchestrator.parquet_sink import ParquetSink
 from orchestrator.search_space import trial_config
-from orchestrator.status import experiment_status, open_experiment, trial_table
+from orchestrator.status import experiment_status, trial_table
 from orchestrator.sweep_file import SweepConfig
 from records.layout import METRICS_SCHEMA, trial_row, trials_schema
-from records.reader import current_trials, load_trials, open_store, read_latest, trial_states
+from records.reader import (
+    current_trials,
+    load_trials,
+    open_experiment,
+    open_store,
+    read_latest,
+    trial_states,
+)
 from records.writer import ResultsStore
 from tests.analysis_fixtures import at as golden_at
 from trainables.losses import param_columns
