@@ -103,8 +103,8 @@ def single_trial_sweep(
 
 def trial_config_of(sweep: dict[str, Any], loss: str) -> dict[str, Any]:
     """The TrialConfig the sweep's one trial runs with (as the driver resolves it)."""
-    from orchestrator.search_space import trial_config
-    from orchestrator.sweep_file import SweepConfig
+    from orchestrator.sweep.search_space import trial_config
+    from orchestrator.sweep.sweep_file import SweepConfig
 
     return trial_config(SweepConfig.model_validate(sweep), {"loss": loss, "seed": 0}, "plain")
 

@@ -4,20 +4,21 @@ with the versions named, rather than a private name silently meaning something e
 
 - `LOOPBACK_ENV` (for orchestrator, cluster/local.py): the env switch that keeps an embedded Ray's
   addresses loopback.
-- `head_node_resource` (for orchestrator.trial_placement): the head node's own resource name.
-- `local_system_config` (for orchestrator.local_ray): `ray.init(_system_config=…)`: worker niceness.
+- `head_node_resource` (for orchestrator.run.trial_placement): the head node's own resource name.
+- `local_system_config` (for orchestrator.run.local_ray): `ray.init(_system_config=…)`: worker
+  niceness.
 - `ray_cli_main` (for cluster/local.py): `ray.scripts.scripts.ray_constants` (its worker-node
   refusal).
-- `ray_trainer.TrialTrainer` (for orchestrator.driver): `TorchTrainer._create_default_callbacks`,
-  Train V2's `DatasetsCallback`.
-- `is_worker_start_timeout` (for orchestrator.train_bounds): Train V2's
+- `ray_trainer.TrialTrainer` (for orchestrator.run.driver):
+  `TorchTrainer._create_default_callbacks`, Train V2's `DatasetsCallback`.
+- `is_worker_start_timeout` (for orchestrator.run.train_bounds): Train V2's
   `WorkerGroupStartupTimeoutError`.
-- `tune_session_queues` (for orchestrator.tune_handover): the Tune session's `_inter_actor_queue`,
-  `result_queue`, `stop_event`.
-- `searcher_optuna_trial` (for orchestrator.partial_reports): `OptunaSearch._ot_trials`.
-- `integrations_kept_out` (for orchestrator.tracking): Tune's usage tagging importing
+- `tune_session_queues` (for orchestrator.run.tune_handover): the Tune session's
+  `_inter_actor_queue`, `result_queue`, `stop_event`.
+- `searcher_optuna_trial` (for orchestrator.run.partial_reports): `OptunaSearch._ot_trials`.
+- `integrations_kept_out` (for orchestrator.run.tracking): Tune's usage tagging importing
   `ray.air.integrations.*`.
-- `route_worker_output` (for orchestrator.terminal):
+- `route_worker_output` (for orchestrator.run.terminal):
   `ray._private.ray_logging.global_worker_stdstream_dispatcher`.
 - `quiet_train_report_log` (for trainables.worker.loop): Train's per-report INFO logger, named by
   its source file.

@@ -10,7 +10,7 @@ errored trials continue from their last checkpoint); where its Ray state is not 
 clone of a committed store), the store's finished trials count as done and only the others run.
 While it runs, the terminal gets numsweep's lines only: one progress line (redrawn on a
 terminal, periodic lines otherwise) and a line per failed trial; Ray's, Tune's, Optuna's and
-the trials' own output goes to `<results>/experiments/<E>/logs/` (`orchestrator.terminal`).
+the trials' own output goes to `<results>/experiments/<E>/logs/` (`orchestrator.run.terminal`).
 `--verbose` shows all of it, with Ray Tune's status tables instead of the progress line.
 A results root may be a URI (s3://bucket/prefix: credentials from the AWS_* variables, a
 non-AWS endpoint from AWS_ENDPOINT_URL). Exit codes: 0 done, 1 some trials failed, 2 bad input
@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.sweep_file import SweepConfig, SweepFileError, load_sweep
+from orchestrator.sweep.sweep_file import SweepConfig, SweepFileError, load_sweep
 from records.errors import ResultsError
 
 
@@ -143,8 +143,8 @@ def _diff_keys(old: object, new: object, prefix: str = "") -> list[str]:
 
 
 def _plan(sweep: SweepConfig, max_concurrent: int, capacity: dict[str, float]) -> str:
-    from orchestrator.driver import tune_runs
-    from orchestrator.search_space import grid_arms
+    from orchestrator.run.driver import tune_runs
+    from orchestrator.sweep.search_space import grid_arms
 
     lines = [f"experiment {sweep.experiment}: mode {sweep.mode}"]
     if sweep.mode == "grid":
@@ -186,7 +186,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     resume = _check_resume(sweep, root)
 
     from compat import UnsupportedVersion
-    from orchestrator.preflight import preflight
+    from orchestrator.sweep.preflight import preflight
 
     try:
         checks = preflight(sweep)
@@ -216,9 +216,9 @@ def _launch(
 ) -> int:
     """Connect to Ray, run `runs` (None: the whole sweep) and print the end-of-sweep summary,
     with the libraries' output in the experiment's log files unless --verbose."""
-    from orchestrator.driver import run_sweep
-    from orchestrator.local_ray import cluster_capacity, connect
-    from orchestrator.terminal import SweepOutput
+    from orchestrator.run.driver import run_sweep
+    from orchestrator.run.local_ray import cluster_capacity, connect
+    from orchestrator.run.terminal import SweepOutput
 
     with SweepOutput(root, sweep.experiment, args.verbose) as output:
         how = connect(args.address)
@@ -263,7 +263,7 @@ def _check_libraries() -> None:
 
 
 def _check_tracking(sweep: SweepConfig) -> None:
-    from orchestrator.tracking import TrackingUnavailable, check_tracking
+    from orchestrator.run.tracking import TrackingUnavailable, check_tracking
 
     try:
         check_tracking(sweep.tracking)
@@ -272,7 +272,7 @@ def _check_tracking(sweep: SweepConfig) -> None:
 
 
 def _concurrency_or_usage(sweep: SweepConfig, capacity: dict[str, float]) -> int:
-    from orchestrator.driver import concurrency
+    from orchestrator.run.driver import concurrency
 
     try:
         return concurrency(sweep, capacity)
@@ -284,7 +284,7 @@ def _dry_run_capacity(address: str | None) -> dict[str, float]:
     """The cluster's capacity without starting anything: the cluster's when one is named (joining
     it starts nothing), else what an embedded instance on this machine would have."""
     if address or os.environ.get("RAY_ADDRESS"):
-        from orchestrator.local_ray import cluster_capacity, connect
+        from orchestrator.run.local_ray import cluster_capacity, connect
 
         connect(address)
         return cluster_capacity()
@@ -357,7 +357,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
         raise UsageError(f"--trials must be >= 1, got {args.trials}")
     _check_libraries()
     _check_tracking(sweep)
-    from orchestrator.driver import tune_runs
+    from orchestrator.run.driver import tune_runs
     from records.layout import ExperimentPaths
 
     index = _next_extension(ExperimentPaths(root, sweep.experiment), sweep)
@@ -369,7 +369,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
 def _next_extension(paths, sweep: SweepConfig) -> int:
     from ray import tune
 
-    from orchestrator.driver import tune_runs
+    from orchestrator.run.driver import tune_runs
 
     index = 1
     while any(

@@ -12,8 +12,8 @@ import polars as pl
 
 from analysis.selection import FINAL, select_values
 from analysis.trial_costs import cost_lines, trial_costs
-from orchestrator.driver import study_storage, tune_runs
-from orchestrator.sweep_file import SweepConfig
+from orchestrator.run.driver import study_storage, tune_runs
+from orchestrator.sweep.sweep_file import SweepConfig
 from records.layout import STARTS, TABLES, ExperimentPaths
 from records.reader import Store, load_trials, open_experiment, read_latest, scan_metrics
 from trainables.losses import param_columns

@@ -18,9 +18,9 @@ from typing import Any
 import polars as pl
 from ray import tune
 
-from orchestrator.driver import TuneRun, tune_runs
-from orchestrator.search_space import grid_arms, trial_config
-from orchestrator.sweep_file import SweepConfig
+from orchestrator.run.driver import TuneRun, tune_runs
+from orchestrator.sweep.search_space import grid_arms, trial_config
+from orchestrator.sweep.sweep_file import SweepConfig
 from records.layout import STATE_COLUMNS, ExperimentPaths, trial_row
 from records.reader import load_finished_trials
 

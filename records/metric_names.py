@@ -3,7 +3,7 @@ better direction and a one-line meaning.
 
 The worker builds its metric names here (`eval_metric`, `gen_metric`, `train_metric`, the
 constants); the sweep file's objectives and early stopping are checked against it before Ray
-starts (`orchestrator.objectives`); the CLI's summary, `numsweep status` and the analysis
+starts (`orchestrator.sweep.objectives`); the CLI's summary, `numsweep status` and the analysis
 commands read directions (`direction`) and names from it. A pattern's placeholders:
 
     {split}      teacher-forced evaluation split: test (held-out interpolation), extra

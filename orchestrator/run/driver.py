@@ -27,22 +27,22 @@ from ray.tune.integration.ray_train import TuneReportCallback
 from ray.tune.logger import JsonLoggerCallback
 
 from compat.ray_trainer import TrialTrainer
-from orchestrator.parquet_sink import ParquetSink
-from orchestrator.placement_reaper import PlacementGroupReaper
-from orchestrator.progress import ProgressCallback
-from orchestrator.search_space import (
+from orchestrator.run.parquet_sink import ParquetSink
+from orchestrator.run.placement_reaper import PlacementGroupReaper
+from orchestrator.run.progress import ProgressCallback
+from orchestrator.run.terminal import SweepLogs
+from orchestrator.run.tracking import tracking_callbacks, trial_name, unused_clients_kept_out
+from orchestrator.run.train_bounds import failure_config, placement_timeout, set_train_env
+from orchestrator.run.trial_placement import trial_resources
+from orchestrator.run.tune_handover import wait_for_tune
+from orchestrator.sweep.search_space import (
     define_by_run,
     enqueue_params,
     grid_arms,
     trial_config,
     trial_params,
 )
-from orchestrator.sweep_file import SweepConfig
-from orchestrator.terminal import SweepLogs
-from orchestrator.tracking import tracking_callbacks, trial_name, unused_clients_kept_out
-from orchestrator.train_bounds import failure_config, placement_timeout, set_train_env
-from orchestrator.trial_placement import trial_resources
-from orchestrator.tune_handover import wait_for_tune
+from orchestrator.sweep.sweep_file import SweepConfig
 from records.layout import SCHEMA_VERSION, ExperimentPaths
 from records.writer import ResultsStore
 from trainables.data.text_files import corpus_manifest
@@ -211,7 +211,7 @@ def build_searcher(sweep: SweepConfig, run: TuneRun, storage):
     objectives, in a persistent study (a later run continues it)."""
     import optuna
 
-    from orchestrator.partial_reports import ReportedOnlyOptunaSearch
+    from orchestrator.run.partial_reports import ReportedOnlyOptunaSearch
 
     search = sweep.search
     if search.sampler == "tpe":
@@ -258,7 +258,7 @@ def _scheduler(sweep: SweepConfig):
     stop = sweep.early_stopping
     if stop is None:
         return None
-    from orchestrator.partial_reports import ReportedOnlyASHA
+    from orchestrator.run.partial_reports import ReportedOnlyASHA
 
     return ReportedOnlyASHA(
         time_attr="training_iteration",
@@ -315,7 +315,8 @@ def _tuner(
         tune.with_parameters(
             run_trial, sweep=sweep.model_dump(mode="json"), storage_path=paths.ray_storage
         ),
-        # On the head node (orchestrator.trial_placement), and so is the trial's Train controller.
+        # On the head node (orchestrator.run.trial_placement), and so is the trial's Train
+        # controller.
         trial_resources(),
     )
     run_path = f"{paths.ray_storage}/{run.name}"

@@ -20,7 +20,7 @@ from typing import Any
 
 from ray.tune import Callback
 
-from orchestrator.parquet_sink import error_text
+from orchestrator.run.parquet_sink import error_text
 
 _FINISHED = ("TERMINATED", "ERROR")
 

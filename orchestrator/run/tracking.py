@@ -3,7 +3,7 @@
 The sweep file's `tracking:` section picks them: `tensorboard: true` (`TBXLoggerCallback`,
 event files in each trial's folder), `mlflow: {uri, experiment}` (`MLflowLoggerCallback`) and
 `wandb: {project, mode}` (`WandbLoggerCallback`). They attach to the Tune run (the trials are
-Tune function trainables that each drive a Ray Train run, `orchestrator.driver`), so every
+Tune function trainables that each drive a Ray Train run, `orchestrator.run.driver`), so every
 `ray.train.report` of a trial's rank 0 reaches them as one Tune result: one run per trial, its
 Tune config as parameters and every reported metric. The driver names each Tune trial after its
 trial id (`trial_name`), which these callbacks use as the run name, so a Parquet row's
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from compat.ray_private import INTEGRATIONS, integrations_kept_out
-from orchestrator.sweep_file import TrackingConfig
+from orchestrator.sweep.sweep_file import TrackingConfig
 
 EXTRA = "numsweep[tracking]"
 """The optional-dependency group that holds every tracking package."""

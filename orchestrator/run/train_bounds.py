@@ -28,7 +28,7 @@ import ray
 import ray.train
 
 from compat.ray_private import is_worker_start_timeout
-from orchestrator.sweep_file import ResourcesConfig
+from orchestrator.sweep.sweep_file import ResourcesConfig
 
 # Ray Train's controller polls its workers every 2 s by default, and every report waits for the
 # next poll (the step-0 report that starts a trial's metrics, the last one that ends it); at

@@ -5,7 +5,7 @@ that run's controller (and the controller's synchronisation actor) on the node o
 that calls `fit()`: the Tune trial actor's node. Those actors need no CPU, so Ray may put them
 on any node, a worker node included. When that node is lost, the trial loses its controller
 while its Train workers elsewhere live on, and their CPUs are freed only if something notices
-(Ray Train's placement-group cleaner, `orchestrator.placement_reaper`; cluster/README.md, "A
+(Ray Train's placement-group cleaner, `orchestrator.run.placement_reaper`; cluster/README.md, "A
 lost worker node"). On the head, a trial's control actors share the cluster's fate: a worker
 node's loss costs a trial only its workers, which Ray Train restarts from the checkpoint.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compat.mathgen_private import check_versions
-from orchestrator.sweep_file import SweepConfig
+from orchestrator.sweep.sweep_file import SweepConfig
 from trainables.data import mathgen
 from trainables.data.benchmarks import load_benchmark
 from trainables.data.text_files import read_documents, split_documents

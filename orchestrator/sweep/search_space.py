@@ -1,7 +1,7 @@
 """From a sweep config to trials: Optuna's conditional search space, grid arms, and the plain-JSON
 `TrialConfig` each trial's workers receive. The loss parameters a sweep fixes or searches are
 resolved and validated by the sweep schema itself (`SearchConfig.searched_params`,
-`GridConfig.check` in `orchestrator.sweep_file`), which this module imports.
+`GridConfig.check` in `orchestrator.sweep.sweep_file`), which this module imports.
 
 Optuna parameter names are qualified by their loss (`del.alpha`, `ntl_was.alpha`): each loss's
 parameter is its own dimension, so TPE never pools one loss's alpha with another's. `lr` and
@@ -16,7 +16,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.sweep_file import (
+from orchestrator.sweep.sweep_file import (
     GLOBAL_PARAMS,
     SearchedParam,
     SweepConfig,

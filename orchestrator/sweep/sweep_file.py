@@ -12,14 +12,14 @@
 (`train.lr=3e-4` is short for `trial.train.lr=3e-4`; `search.num_trials=64`), and validates it:
 the structure here, the loss parameters against each loss's parameter model (the search's and
 the grid's own checks, through `trainables.losses.params`), the objective and early-stopping
-metrics against the metric registry (`orchestrator.objectives`). Errors name the file and the key
-(`SweepFileError`). Field docstrings are the docs. The trial's relative file paths (data,
+metrics against the metric registry (`orchestrator.sweep.objectives`). Errors name the file and
+the key (`SweepFileError`). Field docstrings are the docs. The trial's relative file paths (data,
 benchmarks, a local model folder) are then made absolute against the current directory, since a
-Ray Train worker runs in a folder of its own (`orchestrator.local_paths`).
+Ray Train worker runs in a folder of its own (`orchestrator.sweep.local_paths`).
 
 The schema validates itself: the checks it runs import downward only (the losses, the metric
-registry, `orchestrator.objectives`), and the modules that turn a sweep into trials
-(`orchestrator.search_space`, the driver) import this one, never the other way round.
+registry, `orchestrator.sweep.objectives`), and the modules that turn a sweep into trials
+(`orchestrator.sweep.search_space`, the driver) import this one, never the other way round.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from orchestrator import objectives
-from orchestrator.local_paths import absolute_trial_paths
+from orchestrator.sweep import objectives
+from orchestrator.sweep.local_paths import absolute_trial_paths
 from trainables.config import TrialConfig
 from trainables.losses import LOSSES, ParamError, loss_params
 from trainables.losses.params import check_range, check_value
@@ -446,7 +446,7 @@ class SweepConfig(_Strict):
         return named
 
     def reported_metrics(self, digits: bool = True) -> list[str]:
-        """Every metric name a trial of this sweep reports (`orchestrator.objectives`)."""
+        """Every metric name a trial of this sweep reports (`orchestrator.sweep.objectives`)."""
         return objectives.reported_metrics(self.trial, self.losses, digits)
 
     def check_metrics(self, digits: bool = True) -> None:
@@ -512,7 +512,7 @@ def load_sweep(
 ) -> SweepConfig:
     """Read, override and validate a sweep file; `SweepFileError` names the file and keys. The
     trial's relative file paths are made absolute against `base` (default: the current
-    directory, where a command line's paths are relative to), `orchestrator.local_paths`."""
+    directory, where a command line's paths are relative to), `orchestrator.sweep.local_paths`."""
     path = Path(path)
     if not path.is_file():
         raise SweepFileError(f"{path}: no such sweep file")

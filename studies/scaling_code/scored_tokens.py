@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from orchestrator.sweep_file import load_sweep
+from orchestrator.sweep.sweep_file import load_sweep
 from trainables.config import TrialConfig
 from trainables.data import text_files
 from trainables.metrics import CEDecomposition

@@ -17,7 +17,7 @@ from scipy import stats
 from analysis.__main__ import main
 from analysis.plateau import still_learning_warning
 from orchestrator.cli import end_of_sweep
-from orchestrator.sweep_file import load_sweep
+from orchestrator.sweep.sweep_file import load_sweep
 from tests.analysis.curve_fixtures import ACC, CE, ENT, write_curve_store
 
 ROOT = Path(__file__).resolve().parents[2]

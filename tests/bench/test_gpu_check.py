@@ -19,8 +19,8 @@ import torch
 import yaml
 
 from bench import gpu_kit, gpu_resolve
-from orchestrator.driver import concurrency
-from orchestrator.sweep_file import load_sweep
+from orchestrator.run.driver import concurrency
+from orchestrator.sweep.sweep_file import load_sweep
 from trainables.config import TrainConfig
 from trainables.worker.deepspeed_config import deepspeed_config, use_bf16
 

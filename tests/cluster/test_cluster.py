@@ -452,7 +452,7 @@ def assert_control_on_the_head(
     placement: dict[str, list[str]], actors_seen: list[str] | None = None
 ) -> None:
     """Every trial's control actors (Tune's trial actor and queue, Ray Train's controller and
-    synchronisation actor) ran on the head (orchestrator.trial_placement). On failure, every
+    synchronisation actor) ran on the head (orchestrator.run.trial_placement). On failure, every
     actor of the job as listed at that moment. (That list found why two clean clones had seen
     no live `ImplicitFunc`: Ray listed it by its qualified name, which `LocalCluster.actors`
     now shortens.)"""
@@ -491,7 +491,7 @@ def test_crashed_worker_node_its_trial_finishes_on_the_other(node_crash_sweep):
 
 def test_ray_trains_cleaners_kept_watching(cluster, node_crash_sweep, lost_controllers_sweep):
     """With another Ray instance on the machine, Ray Train's cleaners still found their cluster
-    (orchestrator.local_ray.cluster_address_env): none of their watching threads died."""
+    (orchestrator.run.local_ray.cluster_address_env): none of their watching threads died."""
     logs = cluster.dir / "ray" / "head" / "session_latest" / "logs"
     died = [
         err.name

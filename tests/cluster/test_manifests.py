@@ -17,7 +17,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from orchestrator.sweep_file import load_sweep
+from orchestrator.sweep.sweep_file import load_sweep
 from tests.cluster.cluster_fixtures import CLUSTER, ROOT
 from trainables.config import TrainConfig
 from trainables.worker.deepspeed_config import deepspeed_config

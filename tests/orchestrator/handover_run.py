@@ -1,6 +1,6 @@
 """One Tune trial whose Train run reports twice while a Tune callback takes 8 s on the first
 result: the Train run then finishes before Tune asks for its last report, the case in which
-Ray 2.60's own `TuneReportCallback` deadlocks (see orchestrator/tune_handover.py).
+Ray 2.60's own `TuneReportCallback` deadlocks (see orchestrator/run/tune_handover.py).
 
 `python -m tests.orchestrator.handover_run numsweep|stock RESULTS_DIR`: prints one JSON line
 with the steps Tune's callbacks saw. `numsweep` waits after `fit()` as numsweep's trials do;
@@ -19,8 +19,8 @@ from ray import tune
 from ray.tune.integration.ray_train import TuneReportCallback
 
 from compat.ray_trainer import TrialTrainer
-from orchestrator.local_ray import connect
-from orchestrator.tune_handover import wait_for_tune
+from orchestrator.run.local_ray import connect
+from orchestrator.run.tune_handover import wait_for_tune
 
 SLOW_FIRST_RESULT_S = 8.0  # longer than the Train run's last report + its shutdown (~3 s)
 

@@ -1,6 +1,6 @@
-"""What the sweep's driver imports: its checks before launch (`orchestrator.preflight`) and the
-Tune driver read presets and tokenizers but never build a model or an engine, so neither the
-driver nor each trial's Tune actor (which imports `orchestrator.driver`) pays for transformers'
+"""What the sweep's driver imports: its checks before launch (`orchestrator.sweep.preflight`) and
+the Tune driver read presets and tokenizers but never build a model or an engine, so neither the
+driver nor each trial's Tune actor (which imports `orchestrator.run.driver`) pays for transformers'
 modelling code, torch's compiler, DeepSpeed or MLflow (2-4 s of CPU each on the project
 machine). A trial's Ray Train worker imports those itself."""
 
@@ -25,9 +25,9 @@ HEAVY = (
 def test_the_driver_checks_a_sweep_without_the_training_stack() -> None:
     code = (
         "import sys\n"
-        "import orchestrator.cli, orchestrator.driver\n"
-        "from orchestrator.sweep_file import load_sweep\n"
-        "from orchestrator.preflight import preflight\n"
+        "import orchestrator.cli, orchestrator.run.driver\n"
+        "from orchestrator.sweep.sweep_file import load_sweep\n"
+        "from orchestrator.sweep.preflight import preflight\n"
         "checks = preflight(load_sweep('orchestrator/configs/demo.yaml', []))\n"
         "assert checks['digit tokens'] == 'yes', checks\n"
         f"print(sorted(m for m in sys.modules if m.startswith({HEAVY!r})))\n"

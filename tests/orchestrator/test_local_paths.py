@@ -1,4 +1,4 @@
-"""orchestrator.local_paths: a sweep file's relative file paths made absolute against the
+"""orchestrator.sweep.local_paths: a sweep file's relative file paths made absolute against the
 directory numsweep runs in (a Ray Train worker runs elsewhere); what is not a local path stays."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from orchestrator.local_paths import absolute, absolute_trial_paths
-from orchestrator.sweep_file import load_sweep
+from orchestrator.sweep.local_paths import absolute, absolute_trial_paths
+from orchestrator.sweep.sweep_file import load_sweep
 from trainables.config import TrialConfig
 
 

@@ -18,7 +18,7 @@ SCRIPT = """
 import json, os, signal, threading, time
 import psutil
 import ray
-from orchestrator.local_ray import connect
+from orchestrator.run.local_ray import connect
 
 frozen = []
 

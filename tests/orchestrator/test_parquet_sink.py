@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 from ray.tune.experiment import Trial
 
-from orchestrator.parquet_sink import ParquetSink
-from orchestrator.search_space import trial_config
-from orchestrator.sweep_file import SweepConfig
+from orchestrator.run.parquet_sink import ParquetSink
+from orchestrator.sweep.search_space import trial_config
+from orchestrator.sweep.sweep_file import SweepConfig
 from records.layout import METRICS_SCHEMA
 from records.writer import ResultsStore
 

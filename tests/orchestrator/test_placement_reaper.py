@@ -1,4 +1,4 @@
-"""orchestrator.placement_reaper: a placement group of this sweep that holds CPUs but runs no
+"""orchestrator.run.placement_reaper: a placement group of this sweep that holds CPUs but runs no
 live actor (a Train controller ended without removing it) is removed after the grace period;
 groups in use, and Tune's memory-only groups, are left alone."""
 
@@ -11,12 +11,12 @@ import ray
 from ray.util.placement_group import placement_group, placement_group_table
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from orchestrator.placement_reaper import QUIET_FAILED_LOOKS, PlacementGroupReaper
+from orchestrator.run.placement_reaper import QUIET_FAILED_LOOKS, PlacementGroupReaper
 
 
 @pytest.fixture(scope="module")
 def ray_local():
-    from orchestrator.local_ray import connect
+    from orchestrator.run.local_ray import connect
 
     connect(num_cpus=2)
     yield

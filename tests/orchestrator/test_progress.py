@@ -8,7 +8,13 @@ import io
 import math
 from types import SimpleNamespace
 
-from orchestrator.progress import Progress, ProgressCallback, best_value, duration, progress_line
+from orchestrator.run.progress import (
+    Progress,
+    ProgressCallback,
+    best_value,
+    duration,
+    progress_line,
+)
 
 
 def test_durations() -> None:

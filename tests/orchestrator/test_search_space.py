@@ -9,21 +9,21 @@ import re
 import optuna
 import pytest
 
-from orchestrator.driver import (
+from orchestrator.run.driver import (
     ExperimentPaths,
     build_searcher,
     concurrency,
     study_storage,
     tune_runs,
 )
-from orchestrator.search_space import (
+from orchestrator.sweep.search_space import (
     define_by_run,
     enqueue_params,
     grid_arms,
     trial_config,
     trial_params,
 )
-from orchestrator.sweep_file import SweepConfig
+from orchestrator.sweep.sweep_file import SweepConfig
 from trainables.config import TrialConfig
 from trainables.losses import LOSSES, loss_params
 

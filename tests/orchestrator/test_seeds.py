@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from analysis.arms import assign_arms, baseline_arm
-from orchestrator.search_space import grid_arms, trial_config, trial_params
-from orchestrator.sweep_file import SweepConfig, SweepFileError, load_sweep
+from orchestrator.sweep.search_space import grid_arms, trial_config, trial_params
+from orchestrator.sweep.sweep_file import SweepConfig, SweepFileError, load_sweep
 from records.layout import trial_row, trials_schema
 from records.reader import config_columns, load_trials, open_store
 from records.writer import ResultsStore

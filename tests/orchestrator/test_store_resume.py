@@ -8,10 +8,10 @@ import polars as pl
 import pytest
 from ray.tune.experiment import Trial
 
-from orchestrator.parquet_sink import ParquetSink
-from orchestrator.search_space import grid_arms, trial_config, trial_params
+from orchestrator.run.parquet_sink import ParquetSink
 from orchestrator.store_resume import store_resume
-from orchestrator.sweep_file import SweepConfig
+from orchestrator.sweep.search_space import grid_arms, trial_config, trial_params
+from orchestrator.sweep.sweep_file import SweepConfig
 from records.writer import ResultsStore
 
 GRID = SweepConfig.model_validate(

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from orchestrator.cli import main
-from orchestrator.sweep_file import SweepConfig, SweepFileError, apply_override, load_sweep
+from orchestrator.sweep.sweep_file import SweepConfig, SweepFileError, apply_override, load_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "orchestrator" / "configs").glob("*.yaml")) + sorted(

@@ -1,4 +1,4 @@
-"""Where a sweep's output goes (orchestrator.terminal, compat.ray_private's routing of the
+"""Where a sweep's output goes (orchestrator.run.terminal, compat.ray_private's routing of the
 cluster's output): the pieces in this process, then a real short sweep under a pseudo-terminal,
 read as a person reads it. The piped case is test_sweep_e2e's run (its output is captured
 through pipes)."""
@@ -17,7 +17,7 @@ import warnings
 import pytest
 
 from compat.ray_private import ROUTED, route_worker_output
-from orchestrator.terminal import SweepOutput, log_directory, plain
+from orchestrator.run.terminal import SweepOutput, log_directory, plain
 from tests.sweep_runs import ROOT, _command, line_kinds, write_sweep
 
 

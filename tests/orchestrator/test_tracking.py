@@ -247,7 +247,7 @@ def test_a_missing_tracker_is_exit_2_naming_the_extra(tmp_path, monkeypatch, cap
 
 
 def test_tracking_keys_are_checked() -> None:
-    from orchestrator.sweep_file import SweepConfig
+    from orchestrator.sweep.sweep_file import SweepConfig
 
     assert SweepConfig().tracking.mlflow is None
     with pytest.raises(Exception, match="tensorbord"):
@@ -264,8 +264,8 @@ CLIENTS_SCRIPT = """
 import json, sys
 from ray.air._internal.usage import tag_callbacks
 from ray.tune import Callback
-from orchestrator.sweep_file import TrackingConfig
-from orchestrator.tracking import unused_clients_kept_out
+from orchestrator.sweep.sweep_file import TrackingConfig
+from orchestrator.run.tracking import unused_clients_kept_out
 
 def tag():
     tag_callbacks([Callback()])

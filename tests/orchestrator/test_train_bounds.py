@@ -1,4 +1,4 @@
-"""orchestrator.train_bounds: every restart of a trial's Ray Train run has a limit, and a trial
+"""orchestrator.run.train_bounds: every restart of a trial's Ray Train run has a limit, and a trial
 whose workers cannot be placed fails after its starts, naming what it waited for, instead of
 waiting without end (Ray 2.60 retries a worker group's start forever by default)."""
 
@@ -12,11 +12,11 @@ import pytest
 import ray
 from ray import tune
 
-from orchestrator.driver import run_trial
-from orchestrator.search_space import grid_arms
-from orchestrator.sweep_file import ResourcesConfig, SweepConfig
-from orchestrator.train_bounds import START_TIMEOUT_ENV, failure_config, set_train_env
-from orchestrator.trial_placement import trial_resources
+from orchestrator.run.driver import run_trial
+from orchestrator.run.train_bounds import START_TIMEOUT_ENV, failure_config, set_train_env
+from orchestrator.run.trial_placement import trial_resources
+from orchestrator.sweep.search_space import grid_arms
+from orchestrator.sweep.sweep_file import ResourcesConfig, SweepConfig
 
 
 def test_every_kind_of_restart_is_bounded_by_max_failures() -> None:
@@ -47,7 +47,7 @@ class Blocker:
 
 @pytest.mark.slow
 def test_a_trial_that_cannot_be_placed_fails_naming_what_it_waited_for(tmp_path) -> None:
-    from orchestrator.local_ray import connect
+    from orchestrator.run.local_ray import connect
 
     connect(num_cpus=2)
     try:

@@ -1,4 +1,4 @@
-"""orchestrator.trial_placement: a trial's own actor (and so its Train controller) is placed on
+"""orchestrator.run.trial_placement: a trial's own actor (and so its Train controller) is placed on
 the head node. (On a multi-node cluster, where it matters: tests/cluster/test_cluster.py finds
 every trial's control actors on the head in each scenario.)"""
 
@@ -9,7 +9,7 @@ import ray
 from ray import tune
 
 from compat.ray_private import head_node_resource
-from orchestrator.trial_placement import trial_resources
+from orchestrator.run.trial_placement import trial_resources
 
 HEAD_NODE_RESOURCE = head_node_resource()
 
@@ -32,7 +32,7 @@ def where(config: dict) -> dict:
 
 @pytest.mark.slow
 def test_tune_places_such_a_trial_on_the_head(tmp_path) -> None:
-    from orchestrator.local_ray import connect
+    from orchestrator.run.local_ray import connect
 
     connect(num_cpus=1)
     try:

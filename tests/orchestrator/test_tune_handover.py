@@ -1,4 +1,4 @@
-"""orchestrator.tune_handover: a trial whose Train run finishes while Tune is still busy with an
+"""orchestrator.run.tune_handover: a trial whose Train run finishes while Tune is still busy with an
 earlier result hands every report over and ends (Ray's own callback deadlocks there)."""
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from orchestrator.cli import end_of_sweep, summary_metrics
-from orchestrator.parquet_sink import METRIC_PREFIXES
-from orchestrator.search_space import trial_config
-from orchestrator.sweep_file import SweepConfig
+from orchestrator.run.parquet_sink import METRIC_PREFIXES
+from orchestrator.sweep.search_space import trial_config
+from orchestrator.sweep.sweep_file import SweepConfig
 from records import metric_names as registry
 from records.layout import METRICS_SCHEMA, trial_row, trials_schema
 from records.metric_names import DECOMPOSITION_LEAVES, HELD_OUT_LEAVES

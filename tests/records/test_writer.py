@@ -14,10 +14,10 @@ import pytest
 
 from analysis.selection import FINAL, select_values
 from bench.synthetic_store import write_foreign_trials_part
-from orchestrator.parquet_sink import ParquetSink
-from orchestrator.search_space import trial_config
+from orchestrator.run.parquet_sink import ParquetSink
 from orchestrator.status import experiment_status, trial_table
-from orchestrator.sweep_file import SweepConfig
+from orchestrator.sweep.search_space import trial_config
+from orchestrator.sweep.sweep_file import SweepConfig
 from records.layout import METRICS_SCHEMA, trial_row, trials_schema
 from records.reader import (
     current_trials,

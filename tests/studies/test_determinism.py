@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from orchestrator.search_space import grid_arms
-from orchestrator.sweep_file import load_sweep
+from orchestrator.sweep.search_space import grid_arms
+from orchestrator.sweep.sweep_file import load_sweep
 from tests.sweep_runs import ROOT, numsweep
 
 STUDIES = ROOT / "studies"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import stored_sweep
-from orchestrator.sweep_file import SweepConfig, load_sweep
+from orchestrator.sweep.sweep_file import SweepConfig, load_sweep
 from tests.sweep_runs import ROOT
 
 STUDIES = ROOT / "studies"
@@ -52,7 +52,7 @@ def test_a_committed_experiment_resumes_with_its_sweep_file(sweep_file: Path, re
 def comparable(sweep: SweepConfig) -> SweepConfig:
     """`sweep` with its benchmark and instruction files cut to their last two path parts: a
     relative path is made absolute against the directory the run started in
-    (orchestrator.local_paths), so the manifest holds that machine's path, which a clone
+    (orchestrator.sweep.local_paths), so the manifest holds that machine's path, which a clone
     elsewhere does not share; the file it names must be the same."""
 
     def short(path: str) -> str:

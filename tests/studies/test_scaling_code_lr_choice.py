@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
-from orchestrator.search_space import grid_arms
-from orchestrator.sweep_file import load_sweep
+from orchestrator.sweep.search_space import grid_arms
+from orchestrator.sweep.sweep_file import load_sweep
 from records.layout import trial_row
 from tests.analysis_fixtures import at
 from tests.studies.study_tables import ROOT, study_tables

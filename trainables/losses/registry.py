@@ -2,9 +2,9 @@
 from the losses' parameter models for the rest of the project.
 
 Adding a loss = one file with its class and its parameter model + one line here + its golden
-test. The contract test in tests/losses/test_contract.py runs over every entry, and everything
-else (sweep validation, the Optuna space, the trials-table columns, `numsweep status`, the
-README's loss table) reads the entry's `Params`.
+test. The contract test in tests/trainables/losses/test_contract.py runs over every entry, and
+everything else (sweep validation, the Optuna space, the trials-table columns, `numsweep
+status`, the README's loss table) reads the entry's `Params`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 DeepSpeed.
 
 Ray pickles the train function by reference, so whichever process names it imports its module.
-The trial's Tune driver only builds the Train run (`orchestrator.driver`); importing
+The trial's Tune driver only builds the Train run (`orchestrator.run.driver`); importing
 `trainables.worker.loop` there (5 s of CPU for DeepSpeed, transformers and torch._dynamo) would be
 paid again by every trial on top of the worker's own import. Only the Ray Train workers import
 the loop itself. The names both sides of a report agree on live in

@@ -10,11 +10,11 @@ from __future__ import annotations
 REPLAYED_KEY = "replayed"
 """Set (True) in a report the worker sends again after a resume (`trainables.worker.checkpoint`):
 its step was trained before. The Parquet sink stores each step once anyway; Tune's scheduler and
-searcher skip these (`orchestrator.partial_reports`)."""
+searcher skip these (`orchestrator.run.partial_reports`)."""
 
 STOPPED_KEY = "train/stopped"
 """The reason a worker stopped its trial cleanly (a non-finite loss); the Tune driver fails the
-trial with it (`orchestrator.driver`)."""
+trial with it (`orchestrator.run.driver`)."""
 
 STOPPED_FILE = "numsweep-stopped.json"
 """A checkpoint holding only this file: the trial stopped, and stays stopped if resumed."""

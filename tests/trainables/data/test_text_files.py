@@ -15,9 +15,9 @@ import torch
 import yaml
 
 from orchestrator.cli import main
-from orchestrator.driver import manifest
-from orchestrator.objectives import check_metric
-from orchestrator.sweep_file import SweepConfig
+from orchestrator.run.driver import manifest
+from orchestrator.sweep.objectives import check_metric
+from orchestrator.sweep.sweep_file import SweepConfig
 from trainables.config import DataConfig, TrialConfig, evaluation_names
 from trainables.data import text_files
 from trainables.data.batching import IGNORE_INDEX
@@ -249,7 +249,7 @@ def ray_local():
     import ray
 
     import orchestrator  # noqa: F401  (Ray on the loopback interface)
-    from orchestrator.local_ray import connect
+    from orchestrator.run.local_ray import connect
 
     connect(num_cpus=2)
     yield

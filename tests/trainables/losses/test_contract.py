@@ -10,7 +10,7 @@ import itertools
 import pytest
 import torch
 
-from tests.losses.loss_inputs import DISTANCE_LOSSES, VOCAB, V, make, random_batch
+from tests.trainables.losses.loss_inputs import DISTANCE_LOSSES, VOCAB, V, make, random_batch
 from trainables.losses import LOSSES, LossOutput, LossParams, loss_params
 from trainables.losses.contract import target_counts
 

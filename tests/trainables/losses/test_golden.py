@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from tests.losses.loss_inputs import V, make
+from tests.trainables.losses.loss_inputs import V, make
 from trainables.losses import LossOutput
 
 # --------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.losses.loss_inputs import VOCAB, V, make, random_batch
+from tests.trainables.losses.loss_inputs import VOCAB, V, make, random_batch
 from trainables.losses import build_loss
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.losses.loss_inputs import V, random_batch
+from tests.trainables.losses.loss_inputs import V, random_batch
 from trainables.losses.cross_entropy import token_nll
 
 # ------------------------------------------------------------------ the fused CE kernel

@@ -14,10 +14,10 @@ import yaml
 from pydantic import Field
 from ray.tune.experiment import Trial
 
-from orchestrator.parquet_sink import ParquetSink
-from orchestrator.search_space import define_by_run, trial_config
+from orchestrator.run.parquet_sink import ParquetSink
 from orchestrator.status import experiment_status
-from orchestrator.sweep_file import SweepConfig, SweepFileError, load_sweep
+from orchestrator.sweep.search_space import define_by_run, trial_config
+from orchestrator.sweep.sweep_file import SweepConfig, SweepFileError, load_sweep
 from records.writer import ResultsStore
 from trainables.losses import LOSSES, LossParams, ParamError, build_loss, loss_params
 from trainables.losses.contract import Batch, LossOutput, TokenLoss
@@ -25,7 +25,7 @@ from trainables.losses.cross_entropy import token_nll
 from trainables.losses.docs import BLOCKS, loss_table, main, readme_blocks, render, trials_columns
 from trainables.losses.params import check_range, param_specs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class FocalParams(LossParams):

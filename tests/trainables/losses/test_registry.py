@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 import torch
 
-from tests.losses.loss_inputs import VOCAB, make, random_batch
+from tests.trainables.losses.loss_inputs import VOCAB, make, random_batch
 from trainables.losses import LOSSES, build_loss, loss_params
 
 # -------------------------------------------------------------- registry and bad input

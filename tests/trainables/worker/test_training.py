@@ -32,7 +32,7 @@ def cache_dir(tmp_path_factory) -> str:
 def ray_local():
     import ray
 
-    from orchestrator.local_ray import connect
+    from orchestrator.run.local_ray import connect
 
     connect(num_cpus=2)
     yield
