@@ -20,7 +20,6 @@ non-AWS endpoint from AWS_ENDPOINT_URL). Exit codes: 0 done, 1 some trials faile
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -142,39 +141,6 @@ def _diff_keys(old: object, new: object, prefix: str = "") -> list[str]:
     return [] if old == new else [prefix.rstrip(".")]
 
 
-def _plan(sweep: SweepConfig, max_concurrent: int, capacity: dict[str, float]) -> str:
-    from orchestrator.run.driver import tune_runs
-    from orchestrator.sweep.search_space import grid_arms
-
-    lines = [f"experiment {sweep.experiment}: mode {sweep.mode}"]
-    if sweep.mode == "grid":
-        arms = grid_arms(sweep)
-        axes = "losses x seeds x presets" + (" x lrs" if sweep.grid.lrs is not None else "")
-        lines.append(f"{len(arms)} trials ({axes}):")
-        lines += [f"  {json.dumps(arm, sort_keys=True)}" for arm in arms]
-    else:
-        for run in tune_runs(sweep):
-            lines.append(
-                f"Tune run {run.name}: {run.num_trials} Optuna trials over {', '.join(run.losses)}"
-            )
-        for loss in sweep.search.losses:
-            searched = sweep.search.searched_params((loss,))
-            sampled = ", ".join(
-                f"{p.name} [{p.low:g}, {p.high:g}]" + (" log" if p.log else "") for p in searched
-            )
-            lines.append(f"  {loss}: samples {sampled or 'nothing'}")
-        objectives = ", ".join(f"{o.mode} {o.metric}" for o in sweep.search.objectives)
-        lines.append(f"objectives: {objectives}; sampler {sweep.search.sampler}")
-    r = sweep.resources
-    lines.append(
-        f"each trial: {r.workers_per_trial} worker(s) x {r.cpus_per_worker:g} CPU"
-        + (f" + {r.gpus_per_worker:g} GPU" if r.gpus_per_worker else "")
-        + f"; cluster {capacity['CPU']:g} CPU / {capacity['GPU']:g} GPU"
-        + f" -> {max_concurrent} trial(s) at a time"
-    )
-    return "\n".join(lines)
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if args.name:
@@ -200,7 +166,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.dry_run:
         capacity = _dry_run_capacity(args.address)
-        print(_plan(sweep, _concurrency_or_usage(sweep, capacity), capacity))
+        from orchestrator.sweep.plan import describe
+
+        print(describe(sweep, _concurrency_or_usage(sweep, capacity), capacity))
         print(f"results would go to {root}" + (" (resuming)" if resume else ""))
         return 0
     if left is not None and not left.runs:
@@ -272,7 +240,7 @@ def _check_tracking(sweep: SweepConfig) -> None:
 
 
 def _concurrency_or_usage(sweep: SweepConfig, capacity: dict[str, float]) -> int:
-    from orchestrator.run.driver import concurrency
+    from orchestrator.sweep.plan import concurrency
 
     try:
         return concurrency(sweep, capacity)
@@ -326,7 +294,11 @@ def end_of_sweep(
 
 
 def _print_summary(root: str, sweep: SweepConfig, digits: bool) -> None:
-    from analysis.__main__ import main as analysis_main
+    """The arms' table of the held-out metrics (the ablation command, through the analysis
+    library) and, for a grid, the arms still learning."""
+    from analysis.ablation import AblationSettings
+    from analysis.commands import call
+    from analysis.result import render
     from records.reader import metric_names, open_store
 
     experiment = sweep.experiment
@@ -337,7 +309,12 @@ def _print_summary(root: str, sweep: SweepConfig, digits: bool) -> None:
         available = []
     metrics = summary_metrics(sweep, available, digits)
     if metrics:
-        analysis_main(["ablation", root, "--experiment", experiment, "--metric", ",".join(metrics)])
+        try:
+            table = call(AblationSettings(metrics=tuple(metrics)), root, [experiment])
+        except ResultsError as err:  # the summary is a courtesy: the sweep's results stand
+            print(f"error: {err}", file=sys.stderr)
+        else:
+            sys.stdout.write(render(table, "md"))
     if sweep.mode == "grid":
         from analysis.plateau import still_learning_warning
 
@@ -357,7 +334,7 @@ def cmd_extend(args: argparse.Namespace) -> int:
         raise UsageError(f"--trials must be >= 1, got {args.trials}")
     _check_libraries()
     _check_tracking(sweep)
-    from orchestrator.run.driver import tune_runs
+    from orchestrator.sweep.plan import tune_runs
     from records.layout import ExperimentPaths
 
     index = _next_extension(ExperimentPaths(root, sweep.experiment), sweep)
@@ -369,12 +346,11 @@ def cmd_extend(args: argparse.Namespace) -> int:
 def _next_extension(paths, sweep: SweepConfig) -> int:
     from ray import tune
 
-    from orchestrator.run.driver import tune_runs
+    from orchestrator.sweep.plan import tune_runs
 
     index = 1
     while any(
-        tune.Tuner.can_restore(f"{paths.ray_storage}/{run.name}")
-        for run in tune_runs(sweep, extend_index=index)
+        tune.Tuner.can_restore(run.storage(paths)) for run in tune_runs(sweep, extend_index=index)
     ):
         index += 1
     return index

@@ -12,7 +12,7 @@ import polars as pl
 
 from analysis.selection import FINAL, select_values
 from analysis.trial_costs import cost_lines, trial_costs
-from orchestrator.run.driver import study_storage, tune_runs
+from orchestrator.sweep.plan import study_name, study_storage, tune_runs
 from orchestrator.sweep.sweep_file import SweepConfig
 from records.layout import STARTS, TABLES, ExperimentPaths
 from records.reader import Store, load_trials, open_experiment, read_latest, scan_metrics
@@ -87,8 +87,7 @@ def experiment_status(root: str, sweep: SweepConfig) -> str:
 
         storage = study_storage(sweep, paths)
         names = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
-        for run in tune_runs(sweep):
-            name = run.name if sweep.search.per_loss else sweep.experiment
+        for name in dict.fromkeys(study_name(sweep, run) for run in tune_runs(sweep)):
             summary = names.get(name)
             if summary is not None:
                 lines.append(f"Optuna study {name}: {summary.n_trials} trial(s)")

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 from ray import tune
 
-from orchestrator.run.driver import TuneRun, tune_runs
+from orchestrator.sweep.plan import TuneRun, tune_runs
 from orchestrator.sweep.search_space import grid_arms, trial_config
 from orchestrator.sweep.sweep_file import SweepConfig
 from records.layout import STATE_COLUMNS, ExperimentPaths, trial_row
@@ -50,9 +50,7 @@ def store_resume(sweep: SweepConfig, root: str) -> StoreResume | None:
     from its Ray state (Tune resumes those itself). UsageError-worthy cases raise ValueError."""
     paths = ExperimentPaths(root, sweep.experiment)
     runs = tune_runs(sweep)
-    restorable = {
-        run.name: tune.Tuner.can_restore(f"{paths.ray_storage}/{run.name}") for run in runs
-    }
+    restorable = {run.name: tune.Tuner.can_restore(run.storage(paths)) for run in runs}
     if all(restorable.values()):
         return None
     finished = load_finished_trials(root, sweep.experiment)
@@ -73,7 +71,7 @@ def store_resume(sweep: SweepConfig, root: str) -> StoreResume | None:
                 raise ValueError(
                     f"experiment {sweep.experiment!r}: {done} of {run.num_trials} trials of "
                     f"Tune run {run.name} finished in the results store under {root}, but its Ray "
-                    f"state ({paths.ray_storage}/{run.name}) is not here, so its search cannot "
+                    f"state ({run.storage(paths)}) is not here, so its search cannot "
                     "continue; copy that folder here, or add trials with `numsweep extend`"
                 )
             if done == 0:

@@ -1,18 +1,25 @@
 """The Tune driver: one Ray Tune experiment whose trials each run a Ray Train run.
 
 Ray 2.60 (Train V2) no longer takes a Trainer inside `tune.Tuner`; instead a Tune *function
-trainable* (`run_trial`) is the Train driver: it resolves its trial config, builds the
+trainable* (`run_trial`) is the Train driver: it makes its trial config, builds the
 `TrialTrainer` (`compat.ray_trainer`: Ray's `TorchTrainer` less what a trial does not
 need) named after the trial id, and passes a `TuneReportCallback` built inside it so
 rank 0's `ray.train.report` calls reach Tune (and the Parquet sink, and Optuna), and waits
 after `fit()` until Tune has taken the last one (`tune_handover`: else Ray can deadlock there).
+
+A trial's config on its way: the sweep file is validated once, when it is loaded
+(`orchestrator.sweep.sweep_file.load_sweep`); the validated `SweepConfig` travels to each trial's
+Tune actor as the object itself (`tune.with_parameters` pickles it; unpickling validates
+nothing), where `search_space.trial_config` makes the trial's `TrialConfig` from it and Tune's
+parameters, validating it once, and hands it on as plain JSON; the worker validates it once
+more where it reads it (`trainables.worker.loop`). The Parquet sink's trials rows take the same
+`trial_config` in the driver, made once per trial.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
-import math
 import os
 import subprocess
 import time
@@ -35,6 +42,7 @@ from orchestrator.run.tracking import tracking_callbacks, trial_name, unused_cli
 from orchestrator.run.train_bounds import failure_config, placement_timeout, set_train_env
 from orchestrator.run.trial_placement import trial_resources
 from orchestrator.run.tune_handover import wait_for_tune
+from orchestrator.sweep.plan import TuneRun, study_name, study_storage, tune_runs
 from orchestrator.sweep.search_space import (
     define_by_run,
     enqueue_params,
@@ -54,17 +62,17 @@ class NonFiniteLossError(RuntimeError):
     """A trial's training loss became NaN or infinite."""
 
 
-def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) -> None:
-    """Tune function trainable: run one trial as a Ray Train job and wait for it."""
+def run_trial(config: dict[str, Any], sweep: SweepConfig, storage_path: str) -> None:
+    """Tune function trainable: run one trial of `sweep` (Tune's parameters in `config`) as a
+    Ray Train job and wait for it."""
     launched_at = time.time()  # the start of the trial's start-up timeline
-    sweep_cfg = SweepConfig.model_validate(sweep)
     trial_id = tune.get_context().get_trial_id()
-    resources = sweep_cfg.resources
+    resources = sweep.resources
     set_train_env(resources)
     trainer = TrialTrainer(
         train_loop_per_worker,
         train_loop_config={
-            **trial_config(sweep_cfg, trial_params(config), trial_id),
+            **trial_config(sweep, trial_params(config), trial_id),
             "launched_at": launched_at,
         },
         scaling_config=ray.train.ScalingConfig(
@@ -93,25 +101,6 @@ def run_trial(config: dict[str, Any], sweep: dict[str, Any], storage_path: str) 
         # Not a worker crash (that would be retried from a checkpoint and fail the same way):
         # the worker stopped cleanly and said why; fail the trial with that reason.
         raise NonFiniteLossError(f"trial {trial_id}: {reason}")
-
-
-def concurrency(sweep: SweepConfig, capacity: dict[str, float]) -> int:
-    """Trials that fit at once on a cluster of `capacity`, capped by the sweep's setting.
-
-    Raises ValueError when not even one trial fits (it would wait forever)."""
-    r = sweep.resources
-    need_cpu = r.workers_per_trial * r.cpus_per_worker
-    need_gpu = r.workers_per_trial * r.gpus_per_worker
-    fits = math.floor(capacity["CPU"] / need_cpu + 1e-9)
-    if need_gpu:
-        fits = min(fits, math.floor(capacity["GPU"] / need_gpu + 1e-9))
-    if fits < 1:
-        raise ValueError(
-            f"resources: a trial needs {need_cpu:g} CPU and {need_gpu:g} GPU "
-            f"({r.workers_per_trial} workers), the cluster has {capacity['CPU']:g} CPU and "
-            f"{capacity['GPU']:g} GPU"
-        )
-    return min(fits, r.max_concurrent_trials or fits)
 
 
 def _git_revision() -> str | None:
@@ -149,51 +138,6 @@ def manifest(sweep: SweepConfig) -> dict[str, Any]:
         # the corpus is whatever files the globs match on this machine: record them
         found["corpus"] = corpus_manifest(sweep.trial.data)
     return found
-
-
-def study_storage(sweep: SweepConfig, paths: ExperimentPaths):
-    """The Optuna storage object of a search sweep (SQLite by default, persistent)."""
-    import optuna
-
-    url = sweep.search.storage or paths.default_study_storage()
-    if url.endswith((".log", ".journal")):
-        from optuna.storages.journal import JournalFileBackend
-
-        return optuna.storages.JournalStorage(JournalFileBackend(url))
-    if url.startswith("sqlite:///"):
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    return optuna.storages.RDBStorage(url)
-
-
-@dataclass(frozen=True)
-class TuneRun:
-    """One Ray Tune experiment of a sweep (a sweep has one, or one per loss with per_loss)."""
-
-    name: str
-    losses: tuple[str, ...]
-    num_trials: int
-    arms: tuple[dict[str, Any], ...] | None = None
-    """A grid's arms to run (None: every arm); fewer when the store has the others finished."""
-
-
-def tune_runs(
-    sweep: SweepConfig, extend_index: int | None = None, trials: int | None = None
-) -> list[TuneRun]:
-    """The Tune experiments that make up a sweep (or an extension of it)."""
-    suffix = "" if extend_index is None else f"-extend{extend_index}"
-    if sweep.mode == "grid":
-        return [TuneRun(sweep.experiment + suffix, tuple(sweep.grid.losses), len(grid_arms(sweep)))]
-    n = trials or sweep.search.num_trials
-    if sweep.search.per_loss:
-        return [
-            TuneRun(f"{sweep.experiment}-{loss}{suffix}", (loss,), n)
-            for loss in sweep.search.losses
-        ]
-    return [TuneRun(sweep.experiment + suffix, tuple(sweep.search.losses), n)]
-
-
-def study_name(sweep: SweepConfig, run: TuneRun) -> str:
-    return f"{sweep.experiment}-{run.losses[0]}" if sweep.search.per_loss else sweep.experiment
 
 
 @dataclass
@@ -312,14 +256,12 @@ def _tuner(
     A restored Tuner keeps the callbacks and verbosity it was built with (Ray restores its run
     config): the progress line and tracking of a resumed sweep are those it started with."""
     trainable = tune.with_resources(
-        tune.with_parameters(
-            run_trial, sweep=sweep.model_dump(mode="json"), storage_path=paths.ray_storage
-        ),
+        tune.with_parameters(run_trial, sweep=sweep, storage_path=paths.ray_storage),
         # On the head node (orchestrator.run.trial_placement), and so is the trial's Train
         # controller.
         trial_resources(),
     )
-    run_path = f"{paths.ray_storage}/{run.name}"
+    run_path = run.storage(paths)
     if tune.Tuner.can_restore(run_path):
         # Unfinished and errored trials continue (their Train runs resume from checkpoints);
         # the searcher's state comes back with the Tuner, the study from its storage.
@@ -388,8 +330,14 @@ def run_sweep(
     # Tune adds its CSV, JSON and TensorboardX loggers unless told not to; `_tuner` adds JSON's.
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
 
+    made: dict[str, dict[str, Any]] = {}
+
     def resolve(trial: Any) -> dict[str, Any]:
-        return trial_config(sweep, trial_params(trial.config), trial.trial_id)
+        """A trial's config for its trials rows, made once per trial (the sink asks at each
+        state change)."""
+        if trial.trial_id not in made:
+            made[trial.trial_id] = trial_config(sweep, trial_params(trial.config), trial.trial_id)
+        return made[trial.trial_id]
 
     n_trials = n_errors = 0
     resumed_any = False

@@ -19,7 +19,7 @@ import torch
 import yaml
 
 from bench import gpu_kit, gpu_resolve
-from orchestrator.run.driver import concurrency
+from orchestrator.sweep.plan import concurrency
 from orchestrator.sweep.sweep_file import load_sweep
 from trainables.config import TrainConfig
 from trainables.worker.deepspeed_config import deepspeed_config, use_bf16

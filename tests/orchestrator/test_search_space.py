@@ -1,5 +1,5 @@
-"""The conditional Optuna space, grid arms, trial configs, concurrency and the persistent study
-(real Optuna studies, no Ray)."""
+"""The conditional Optuna space, grid arms, trial configs and the persistent study (real Optuna
+studies; the searcher is Ray Tune's)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,8 @@ import re
 import optuna
 import pytest
 
-from orchestrator.run.driver import (
-    ExperimentPaths,
-    build_searcher,
-    concurrency,
-    study_storage,
-    tune_runs,
-)
+from orchestrator.run.driver import build_searcher
+from orchestrator.sweep.plan import study_storage, tune_runs
 from orchestrator.sweep.search_space import (
     define_by_run,
     enqueue_params,
@@ -24,6 +19,7 @@ from orchestrator.sweep.search_space import (
     trial_params,
 )
 from orchestrator.sweep.sweep_file import SweepConfig
+from records.layout import ExperimentPaths
 from trainables.config import TrialConfig
 from trainables.losses import LOSSES, loss_params
 
@@ -252,21 +248,6 @@ def test_trial_config_takes_loss_params_seed_and_lr():
     assert cfg["train"]["lr"] == 1e-3 and cfg["seed"] == 0 and cfg["experiment"] == "t"
 
 
-def test_concurrency_from_cluster_capacity():
-    sweep = SweepConfig.model_validate(
-        {"resources": {"workers_per_trial": 2, "cpus_per_worker": 1}}
-    )
-    assert concurrency(sweep, {"CPU": 8, "GPU": 0}) == 4
-    capped = sweep.model_copy(
-        update={"resources": sweep.resources.model_copy(update={"max_concurrent_trials": 3})}
-    )
-    assert concurrency(capped, {"CPU": 8, "GPU": 0}) == 3
-    with pytest.raises(ValueError, match="needs 2 CPU"):
-        concurrency(sweep, {"CPU": 1, "GPU": 0})
-    gpu = SweepConfig.model_validate({"resources": {"workers_per_trial": 4, "gpus_per_worker": 1}})
-    assert concurrency(gpu, {"CPU": 64, "GPU": 8}) == 2
-
-
 def test_persistent_study_with_enqueued_trials(tmp_path):
     sweep = search_sweep(
         losses=["mle", "del"],
@@ -287,23 +268,3 @@ def test_persistent_study_with_enqueued_trials(tmp_path):
     # Building the searcher again (resume, extend) does not queue them twice.
     build_searcher(sweep, run, study_storage(sweep, paths))
     assert len(optuna.load_study(study_name="t", storage=storage).trials) == 2
-
-
-def test_per_loss_search_has_one_run_and_study_per_loss():
-    sweep = search_sweep(
-        losses=["mle", "del"], space={"alpha": SPACE["alpha"]}, per_loss=True, num_trials=3
-    )
-    runs = tune_runs(sweep)
-    assert [(r.name, r.losses, r.num_trials) for r in runs] == [
-        ("t-mle", ("mle",), 3),
-        ("t-del", ("del",), 3),
-    ]
-    assert [r.name for r in tune_runs(sweep, extend_index=2, trials=5)] == [
-        "t-mle-extend2",
-        "t-del-extend2",
-    ]
-
-
-def test_remote_results_root_needs_explicit_study_storage():
-    with pytest.raises(ValueError, match=r"search\.storage"):
-        study_storage(search_sweep(), ExperimentPaths("s3://bucket/results", "t"))

@@ -63,9 +63,7 @@ def test_a_trial_that_cannot_be_placed_fails_naming_what_it_waited_for(tmp_path)
             }
         )
         trainable = tune.with_resources(
-            tune.with_parameters(
-                run_trial, sweep=sweep.model_dump(mode="json"), storage_path=str(tmp_path / "t")
-            ),
+            tune.with_parameters(run_trial, sweep=sweep, storage_path=str(tmp_path / "t")),
             trial_resources(),
         )
         tuner = tune.Tuner(

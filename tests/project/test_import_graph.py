@@ -5,8 +5,14 @@ room beside it or above it.
     floor 0  records, compat              the records contract; every private-API use of a library
     floor 1  trainables (the torch library), analysis    peers: neither imports the other
     floor 2  trainables.worker            the Ray Train + DeepSpeed worker
-    floor 3  orchestrator
-    floor 4  studies, bench, cluster
+    floor 3  orchestrator.sweep           the sweep file, search space, objectives, preflight, plan
+    floor 4  orchestrator.run             the Tune driver and its callbacks
+    floor 5  orchestrator                 cli, status, store_resume
+    floor 6  studies, bench, cluster
+
+And a room may be kept free of a library: `orchestrator.sweep` never imports Ray, neither itself
+nor through any project module it imports (`LIBRARY_FREE`), so a sweep is read, checked and
+planned without Ray.
 
 What counts as an import: every `import` / `from … import` statement of a module, wherever it
 stands: at module level, under `if TYPE_CHECKING:`, inside a function or a class. A circle closed
@@ -45,17 +51,22 @@ ROOMS: dict[str, int] = {
     "trainables": 1,
     "analysis": 1,
     "trainables.worker": 2,
-    "orchestrator": 3,
-    "studies": 4,
-    "bench": 4,
-    "cluster": 4,
+    "orchestrator.sweep": 3,
+    "orchestrator.run": 4,
+    "orchestrator": 5,
+    "studies": 6,
+    "bench": 6,
+    "cluster": 6,
 }
 """Each room and its floor; a module's room is the longest room name its dotted name starts with."""
 
 # Circles another change removes; an entry here that is no longer a circle fails the test, so the
-# list only shrinks. trainables.worker.entry <-> trainables.worker.loop (REPLAYED_KEY and the report
-# protocol): issue 24, item 4, the worker refactor.
+# list only shrinks. Empty: a new circle fails the test.
 KNOWN_CIRCLES: set[frozenset[str]] = set()
+
+LIBRARY_FREE: dict[str, str] = {"orchestrator.sweep": "ray"}
+"""Room -> a library none of its modules may import, directly or through the project modules
+they import (lazy and type-only imports included)."""
 
 
 def project_modules(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
@@ -203,6 +214,73 @@ def test_every_import_goes_down_the_floors():
     assert {room(m) for m in graph} == set(ROOMS)  # every room was found
     bad = upward_imports(graph)
     assert not bad, "imports that go up or sideways:\n" + "\n".join(bad)
+
+
+def external_imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The top-level names of the libraries the module at `path` imports (anywhere in it)."""
+    names = imported_names(ast.parse(path.read_text(), str(path)), modules)
+    return {name.split(".")[0] for name in names if name not in modules}
+
+
+def library_paths(room_name: str, library: str, modules: dict[str, Path]) -> list[str]:
+    """Each way a module of `room_name` reaches an import of `library`, as 'a -> b -> c
+    imports library' (the shortest path from each module that does)."""
+    graph = import_graph(modules)
+    found = []
+    for start in sorted(m for m in graph if room(m) == room_name):
+        queue, came_from = [start], {start: None}
+        while queue:
+            module = queue.pop(0)
+            if library in external_imports(modules[module], modules):
+                path = [module]
+                while came_from[path[-1]] is not None:
+                    path.append(came_from[path[-1]])
+                found.append(" -> ".join(reversed(path)) + f" imports {library}")
+                break
+            for target in sorted(graph[module]):
+                if target not in came_from:
+                    came_from[target] = module
+                    queue.append(target)
+    return found
+
+
+def test_the_library_rule_sees_imports_through_other_modules_and_lazy_ones(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "plain").mkdir(parents=True)
+    for init in (pkg / "__init__.py", pkg / "plain" / "__init__.py"):
+        init.write_text("")
+    (pkg / "plain" / "schema.py").write_text("import yaml\nfrom pkg.helper import run\n")
+    (pkg / "helper.py").write_text("def run():\n    from ray import tune\n")
+    (pkg / "plain" / "clean.py").write_text("import json\n")
+    modules = project_modules(tmp_path, ("pkg",))
+    saved = dict(ROOMS)
+    ROOMS.update({"pkg": 0, "pkg.plain": 1})
+    try:
+        assert library_paths("pkg.plain", "ray", modules) == [
+            "pkg.plain.schema -> pkg.helper imports ray"
+        ]
+        assert library_paths("pkg.plain", "yaml", modules) == ["pkg.plain.schema imports yaml"]
+    finally:
+        ROOMS.clear()
+        ROOMS.update(saved)
+
+
+def test_a_library_free_room_never_reaches_the_library():
+    modules = project_modules(ROOT)
+    for room_name, library in LIBRARY_FREE.items():
+        assert any(room(m) == room_name for m in modules), f"no room {room_name}"
+        bad = library_paths(room_name, library, modules)
+        assert not bad, f"{room_name} must not import {library}:\n" + "\n".join(bad)
+
+
+def test_the_sweep_room_loads_without_ray():
+    """What the rule above cannot see: a package's `__init__` runs on import, and may import."""
+    sweep = sorted(m for m in project_modules(ROOT) if room(m) == "orchestrator.sweep")
+    code = f"import sys, {', '.join(sweep)}; print('ray' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
 
 
 def test_the_records_contract_needs_neither_polars_nor_torch():
