@@ -143,9 +143,13 @@ def _help(option: _Option) -> str:
     return " ".join(text.split()).replace("%", "%%")
 
 
-def add_flags(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type, prefix: str = ""
-) -> None:
+class TakesArguments(typing.Protocol):
+    """An argparse parser or argument group (`parser.add_argument_group(...)`)."""
+
+    def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action: ...
+
+
+def add_flags(parser: TakesArguments, cls: type, prefix: str = "") -> None:
     """One flag per field of `cls` (dest `prefix` + field name); an absent flag leaves the
     field's default."""
     for option in options(cls, prefix):

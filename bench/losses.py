@@ -42,6 +42,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from compat.torch_private import hold_gpu
 from trainables.losses import LOSSES, NumberVocab, build_loss
 
 # Digit and '.' ids as in GPT-2-like byte-level vocabularies ('.' = 13, '0'..'9' = 15..24).
@@ -184,7 +185,8 @@ def queued_gpu_ms(
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     _sync(logits.device)
-    torch.cuda._sleep(_SLEEP_CYCLES)  # keeps the GPU busy while the host queues the calls
+    if not hold_gpu(_SLEEP_CYCLES):  # keeps the GPU busy while the host queues the calls
+        return None
     start.record()
     host_start = time.perf_counter()
     for _ in range(calls):

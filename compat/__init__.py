@@ -2,8 +2,9 @@
 the version range of its library it was checked against (`compat.versions.CheckedRange`).
 
     ray_private          Ray 2.60: Tune's session queues and usage tagging, Train V2's errors and
-                         report log, OptunaSearch's trials, the driver's output dispatcher, the
-                         loopback switch, worker niceness, the CLI's worker-node refusal
+                         report log, OptunaSearch's trials, the W&B callback's logging actors,
+                         the driver's output dispatcher, the loopback switch, worker niceness,
+                         the CLI's worker-node refusal
     ray_trainer          Ray 2.60: the TorchTrainer without Train V2's Ray Data callback
     deepspeed_private    DeepSpeed 0.19: its import without MLflow, the one-rank all-reduce switch
     torch_private        torch 2.13: inductor's and AOT-autograd's caches (guarded: torch is not

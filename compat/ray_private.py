@@ -18,6 +18,10 @@ with the versions named, rather than a private name silently meaning something e
 - `searcher_optuna_trial` (for orchestrator.run.partial_reports): `OptunaSearch._ot_trials`.
 - `integrations_kept_out` (for orchestrator.run.tracking): Tune's usage tagging importing
   `ray.air.integrations.*`.
+- `wandb_callback_written_at_trial_end` (for orchestrator.run.tracking): Ray's W&B integration
+  (`ray.air.integrations.wandb`): the `_WandbLoggingActor` class and its `_wandb` module, the
+  callback's `_logger_actor_cls`, `_signal_logging_actor_stop`, `_trial_logging_futures` and
+  `_cleanup_logging_actors` (run with wandb 0.31.0).
 - `route_worker_output` (for orchestrator.run.terminal):
   `ray._private.ray_logging.global_worker_stdstream_dispatcher`.
 - `quiet_train_report_log` (for trainables.worker.loop): Train's per-report INFO logger, named by
@@ -165,6 +169,39 @@ def integrations_kept_out(clients: Iterable[str]) -> Iterator[list[str]]:
             package, _, name = integration.rpartition(".")
             if hasattr(sys.modules.get(package), name):
                 delattr(sys.modules[package], name)
+
+
+def wandb_callback_written_at_trial_end(wait_s: float) -> type:
+    """Ray's `WandbLoggerCallback`, made to have each trial's W&B run written when the trial ends.
+
+    Ray 2.60.0's callback runs each trial's W&B run in a logging actor (`_WandbLoggingActor`,
+    the class in its `_logger_actor_cls`) and, at a trial's end, only signals it to stop
+    (`_signal_logging_actor_stop`) and drops the actors already done
+    (`_cleanup_logging_actors`); it waits for them at the experiment's end. Here the actor also
+    tears W&B's service down when its run is finished (`wandb.teardown`, through the actor's
+    `_wandb` module), so the run's files are written, and a trial's end waits up to `wait_s`
+    seconds for its actor's future (`_trial_logging_futures`) before Tune copies the trial's
+    folder."""
+    require(RAY)
+    import ray
+    from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
+
+    class WrittenWandbActor(_WandbLoggingActor):
+        def run(self) -> None:
+            super().run()
+            self._wandb.teardown()
+
+    class WrittenWandbCallback(WandbLoggerCallback):
+        _logger_actor_cls = WrittenWandbActor
+
+        def log_trial_end(self, trial: Any, failed: bool = False) -> None:
+            self._signal_logging_actor_stop(trial=trial)
+            written = self._trial_logging_futures.get(trial)
+            if written is not None:
+                ray.wait([written], timeout=wait_s)
+            self._cleanup_logging_actors()
+
+    return WrittenWandbCallback
 
 
 def route_worker_output(write: Callable[[str], None]) -> Callable[[], None]:

@@ -6,6 +6,8 @@ and a line says so, instead of failing a trial.
 - `enable_compile_caches` (for trainables.worker.compile_step):
   `torch._inductor.config.fx_graph_cache`, `torch._functorch.config.enable_autograd_cache`; else
   inductor's defaults: a shape compiled by an earlier trial may compile again.
+- `hold_gpu` (for bench/losses.py): `torch.cuda._sleep`, the spinning kernel torch's own tests
+  hold a GPU with; else nothing is queued and the benchmark's queued GPU time is left out.
 """
 
 from __future__ import annotations
@@ -44,4 +46,21 @@ def enable_compile_caches() -> bool:
         return False
     for config, flag in configs:
         setattr(config, flag, True)
+    return True
+
+
+def hold_gpu(cycles: int) -> bool:
+    """Queue a kernel on the current CUDA stream that spins for `cycles` GPU clock cycles
+    (`torch.cuda._sleep`), so the host can queue work behind it; returns whether it was queued.
+    Outside `TORCH`'s range, or where torch lacks it, nothing is queued and a line says so."""
+    import torch
+
+    if not supported(TORCH):
+        print(f"numsweep: {TORCH.message(installed_version('torch'))}; no GPU sleep queued")
+        return False
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        print(f"numsweep: torch {installed_version('torch')} lacks torch.cuda._sleep")
+        return False
+    sleep(cycles)
     return True

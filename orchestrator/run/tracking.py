@@ -21,7 +21,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from compat.ray_private import INTEGRATIONS, integrations_kept_out
+from compat.ray_private import (
+    INTEGRATIONS,
+    integrations_kept_out,
+    wandb_callback_written_at_trial_end,
+)
 from orchestrator.sweep.sweep_file import TrackingConfig
 
 EXTRA = "numsweep[tracking]"
@@ -119,23 +123,6 @@ def wandb_callback() -> type:
     end, after Tune's last copy: the last trial's run file could be copied while W&B was still
     writing it (in the tracking tests it held no metrics in about one sweep of three). Here a
     trial's end waits until its W&B run is finished and W&B's own service has written it
-    (`wandb.teardown`), before Tune copies anything more."""
-    import ray
-    from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
-
-    class WrittenWandbActor(_WandbLoggingActor):
-        def run(self) -> None:
-            super().run()
-            self._wandb.teardown()
-
-    class WrittenWandbCallback(WandbLoggerCallback):
-        _logger_actor_cls = WrittenWandbActor
-
-        def log_trial_end(self, trial: Any, failed: bool = False) -> None:
-            self._signal_logging_actor_stop(trial=trial)
-            written = self._trial_logging_futures.get(trial)
-            if written is not None:
-                ray.wait([written], timeout=WANDB_END_WAIT_S)
-            self._cleanup_logging_actors()
-
-    return WrittenWandbCallback
+    (`wandb.teardown`), before Tune copies anything more; how, with Ray's internals:
+    `compat.ray_private.wandb_callback_written_at_trial_end`."""
+    return wandb_callback_written_at_trial_end(WANDB_END_WAIT_S)

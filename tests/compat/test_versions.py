@@ -48,6 +48,7 @@ def test_every_named_ray_function_checks_first(monkeypatch) -> None:
         lambda: ray_private.route_worker_output(print),
         lambda: ray_private.ray_cli_main(["--version"]),
         lambda: ray_private.integrations_kept_out(["mlflow"]).__enter__(),
+        lambda: ray_private.wandb_callback_written_at_trial_end(1.0),
     ]
     for call in calls:
         with pytest.raises(UnsupportedVersion, match=r"ray 2\.60\.0 is installed"):
@@ -68,6 +69,12 @@ def test_torch_outside_its_range_keeps_the_default_caches(monkeypatch, capsys) -
     assert torch_private.enable_compile_caches() is False
     assert (inductor.fx_graph_cache, functorch.enable_autograd_cache) == before
     assert "compile caches left at torch's defaults" in capsys.readouterr().out
+
+
+def test_torch_outside_its_range_queues_no_gpu_sleep(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(torch_private, "TORCH", CheckedRange("torch", FAR, "99.0", "x.py"))
+    assert torch_private.hold_gpu(10) is False
+    assert "no GPU sleep queued" in capsys.readouterr().out
 
 
 def test_torch_in_its_range_turns_both_caches_on(monkeypatch) -> None:
