@@ -153,18 +153,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def save(
-    argv: Sequence[str], stem: str | Path, formats: Sequence[str] = ("md", "json")
-) -> Result | None:
-    """Run one command once and write it in each format to `stem.<format>` (a study's tables,
-    say: the Markdown to read, the JSON to quote from); returns its result (None for report).
-    Raises ResultsError as the CLI reports it."""
-    result, text, _ = run([*argv, "--format", formats[0]])
-    Path(f"{stem}.{formats[0]}").write_text(text)
-    for fmt in formats[1:]:
-        Path(f"{stem}.{fmt}").write_text(text if result is None else render(result, fmt))
-    return result
-
-
 if __name__ == "__main__":
     sys.exit(main())

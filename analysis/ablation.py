@@ -21,8 +21,9 @@ from typing import Any
 import polars as pl
 
 from analysis.ablation_options import PairedOptions
-from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
-from analysis.command_start import freeze_lists, started_result
+from analysis.arm_selection import ArmSelection, collect_seed_values
+from analysis.arms import Arms, baseline_arm, plain_value
+from analysis.command_start import started_result
 from analysis.headline import headline, panel_title, panels, short_names
 from analysis.option_choices import CORRECTION_FAMILIES, CORRECTIONS, Correction
 from analysis.paired_tests import Tost, paired_ancova, tost_paired
@@ -47,21 +48,16 @@ from analysis.seed_stats import (
     mean_ci,
     paired_t_tests,
 )
-from analysis.seed_values import SeedValues, arm_seed_values
+from analysis.seed_values import SeedValues
 from analysis.selection import (
-    FINAL,
-    VALUES_FLAG,
     ValueSpec,
-    missing_values_note,
-    select_values,
     summary_direction,
 )
-from analysis.settings_flags import ARMS_FLAG, METRICS_FLAG, STATUS_FLAG, flag
+from analysis.settings_flags import flag
 from analysis.trial_costs import cost_lines, trial_costs
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
 from records.reader import (
-    DEFAULT_STATUSES,
     Store,
     load_trials,
     metric_names,
@@ -118,39 +114,6 @@ def _best_rows(cells: list[MeanCI | None], want: str | None) -> set[int]:
 Column = tuple[str, ValueSpec]
 
 
-def collect_seed_values(
-    latest: pl.DataFrame,
-    arms: Arms,
-    values: Sequence[ValueSpec],
-    known: pl.DataFrame | None,
-    notes: list[str],
-) -> dict[tuple[str, str, ValueSpec], SeedValues]:
-    """(arm, metric, value kind) -> {seed_key: value} from deduplicated rows; what was left out
-    (steps not reported, summaries a trial cannot give, non-finite values) goes to `notes`."""
-    per: dict[tuple[str, str, ValueSpec], SeedValues] = defaultdict(dict)
-    for spec in values:
-        picked = select_values(latest, spec)
-        if spec.kind == "step":
-            have = picked.select(pl.struct("experiment", "trial_id").n_unique()).item()
-            total = latest.select(pl.struct("experiment", "trial_id").n_unique()).item()
-            if have < total:
-                notes.append(
-                    f"{total - have} of {total} trial(s) report nothing at step {spec.step}"
-                )
-        missing = missing_values_note(latest, picked, spec)
-        if missing:
-            notes.append(missing)
-        seed_values, more = arm_seed_values(
-            picked.filter(pl.col("value").is_not_null()), arms, known
-        )
-        notes += [n for n in more if n not in notes]
-        for arm, seed, metric, value in seed_values.select(
-            "arm", "seed_key", "metric", "value"
-        ).iter_rows():
-            per[(arm, metric, spec)][seed] = value
-    return per
-
-
 def _adjusted(
     tests: dict[tuple[str, str, ValueSpec], PairedTest],
     panel_of_column: dict[Column, str],
@@ -177,29 +140,13 @@ def _adjusted(
 
 
 @dataclass(frozen=True)
-class AblationSettings:
-    """Options of the ablation command (`python -m analysis ablation --help` names each flag),
-    checked when made, in the order the command always checked them."""
+class AblationSettings(ArmSelection):
+    """Options of the ablation command (`python -m analysis ablation --help` names each flag):
+    the arm selection it shares with `power` (`analysis.arm_selection`) and its own, checked
+    when made, in the order the command always checked them."""
 
-    metrics: tuple[str, ...] | None = field(default=None, metadata=METRICS_FLAG)
-    """Metric names or globs to tabulate (--metrics); None: the headline metrics (or every
-    held-out metric with `all_metrics`)."""
     all_metrics: bool = field(default=False, metadata=flag("--all"))
     """Every eval/ and gen/ metric in the store (--all) when `metrics` is None."""
-    values: tuple[ValueSpec, ...] = field(default=(FINAL,), metadata=VALUES_FLAG)
-    """Value kinds of a trial, one column each per metric (--value): final, best, step:N, ..."""
-    by: tuple[str, ...] = ("loss",)
-    """Configuration columns that key the arms (--by)."""
-    pool: tuple[str, ...] = ()
-    """Columns pooled inside an arm (--pool): one study run as several experiments."""
-    block: tuple[str, ...] = ()
-    """Columns an arm is compared within (--block): its baseline has the same values."""
-    only: tuple[str, ...] = field(default=(), metadata=ARMS_FLAG)
-    """Only these arms and their baselines (--arms): a family of tests chosen in advance."""
-    baseline: str = "mle"
-    """The loss every arm is tested against (--baseline)."""
-    statuses: tuple[str, ...] = field(default=DEFAULT_STATUSES, metadata=STATUS_FLAG)
-    """Trial statuses read (--status)."""
     level: float = 0.95
     """Confidence level of every interval; 1 − level is the tests' α (--level)."""
     correction: Correction = field(default="holm", metadata=flag(choices=CORRECTIONS))
@@ -210,7 +157,7 @@ class AblationSettings:
     """The optional tests: one-sided, TOST, covariate adjustment, plateau check."""
 
     def __post_init__(self) -> None:
-        freeze_lists(self, ("metrics", "values", "by", "pool", "block", "only", "statuses"))
+        super().__post_init__()
         if self.all_metrics and self.metrics:
             raise ResultsError("--all and --metrics: give one of them")
         if not self.values:
@@ -254,7 +201,7 @@ def ablation(store: Store, settings: AblationSettings) -> Result:
             "(pick others with --metrics)"
         )
         return result
-    arms = assign_arms(trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline)
+    arms = s.assign(trials)
     result.notes += arms.notes
     known = load_trials(store).select("experiment", "trial_id")
     covariate = _covariate(s.options, available)
@@ -286,7 +233,7 @@ def ablation(store: Store, settings: AblationSettings) -> Result:
             )
     _option_notes(result, s, covariate)
     if s.options.plateau is not None:
-        from analysis.plateau import flag_arms
+        from analysis.plateau_rule import flag_arms
 
         flag_arms(result, store, trials, arms, s.options, chosen, rows_in_use, s.level)
     if not inputs.adjusted:
@@ -366,12 +313,7 @@ def _rows_in_use(
     if s.only:
         # These arms and their baselines: a family of tests chosen in advance (a study's
         # hypothesis), corrected on its own.
-        unknown = [a for a in s.only if a not in arms.key_values]
-        if unknown:
-            raise ResultsError(
-                f"unknown arm {', '.join(map(repr, unknown))} for --arms; arms: "
-                f"{', '.join(arms.order)}"
-            )
+        s.check_only(arms)
         bases = {baseline_arm(arms, a, value=s.baseline)[0] for a in s.only}
         rows_in_use = [a for a in rows_in_use if a in s.only or a in bases]
         notes.append(f"rows: {', '.join(s.only)} and their baseline (--arms)")

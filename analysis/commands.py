@@ -1,19 +1,27 @@
 """The analysis commands as a library: each command's settings class and function, the call
 behind a command line (`call(settings, results)`), and the command line that remakes a call
 (`command_line`), which a study's index.txt lists. `python -m analysis` (analysis/__main__.py)
-parses its flags into the same settings objects (analysis/settings_flags.py)."""
+parses its flags into the same settings objects (analysis/settings_flags.py).
+
+A command's modules are those its `COMMANDS` entry names (its settings' and its function's). No
+command module imports another command's, directly or through any module it imports
+(tests/analysis/test_command_modules.py): a command that composes others (entropy's final values
+are an ablation; the report shows them all) reaches them here, by name (`settings_of`,
+`function_of`, `option_of`, `run`), and what two commands share lives in a module of its own
+(`arm_selection`, `plateau_rule`, `seed_values`, ...)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from analysis.result import Result
 from analysis.settings_flags import as_flags, split_list
-from records.reader import open_store
+from records.reader import Store, open_store
 
 
 @dataclass(frozen=True)
@@ -49,7 +57,7 @@ COMMANDS = {
     "scaling": Command(
         "plain and saturating power-law fits, CE-vs-EE verdict, EE share of CE",
         "analysis.scaling.settings:ScalingSettings",
-        "analysis.scaling:scaling",
+        "analysis.scaling.command:scaling",
         points=True,
     ),
     "search": Command(
@@ -94,6 +102,32 @@ def command_of(settings: Any) -> str:
     raise TypeError(f"{type(settings).__name__} is no analysis command's settings")
 
 
+def settings_of(command: str) -> type:
+    """The settings class of `command`."""
+    return COMMANDS[command].load("settings")
+
+
+def function_of(command: str) -> Callable[..., Any]:
+    """The function `command` runs: `(store, settings)`, or `(results, settings)` where the
+    command opens its source itself (`Command.opens_source`)."""
+    return COMMANDS[command].load("function")
+
+
+def option_of(command: str, name: str) -> Mapping[str, Any]:
+    """The metadata (its flag) of field `name` of `command`'s settings: for a command that takes
+    the same option, written once."""
+    (found,) = [f for f in dataclasses.fields(settings_of(command)) if f.name == name]
+    return found.metadata
+
+
+def run(settings: Any, store: Store) -> Result | Path:
+    """`settings`' command on an open store: how a command composes another."""
+    spec = COMMANDS[command_of(settings)]
+    if spec.opens_source:
+        raise TypeError(f"{command_of(settings)} opens its source itself: use call()")
+    return spec.load("function")(store, settings)
+
+
 def call(settings: Any, results: str, experiments: Sequence[str] = ()) -> Result | Path:
     """The analysis library's call behind a command line: `settings`' command on the results
     store at `results` (a path or URI), its `experiments` (empty: all). The report command
@@ -103,7 +137,7 @@ def call(settings: Any, results: str, experiments: Sequence[str] = ()) -> Result
     if spec.opens_source:
         chosen_here = replace(settings, experiments=tuple(chosen) or settings.experiments)
         return spec.load("function")(results, chosen_here)
-    return spec.load("function")(open_store(results, chosen or None), settings)
+    return run(settings, open_store(results, chosen or None))
 
 
 def command_line(

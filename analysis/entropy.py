@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from analysis.ablation import AblationSettings, ablation
 from analysis.arms import Arms, assign_arms
 from analysis.command_start import freeze_lists
+from analysis.commands import run, settings_of
 from analysis.option_choices import CORRECTION_FAMILIES, CORRECTIONS
 from analysis.result import Record, Result, Table, fmt_pm, pivot_rows
 from analysis.seed_stats import MeanCI, check_level, mean_ci
@@ -144,9 +144,8 @@ def _add_final_values(
 ) -> None:
     """Final values with the paired difference to the baseline: the ablation on these columns."""
     s = settings
-    summary = ablation(
-        store,
-        AblationSettings(
+    summary = run(
+        settings_of("ablation")(
             metrics=tuple(chosen),
             values=(FINAL,),
             by=s.by,
@@ -155,9 +154,10 @@ def _add_final_values(
             baseline=s.baseline,
             statuses=s.statuses or DEFAULT_STATUSES,
             level=s.level,
-            correction=s.correction,  # type: ignore[arg-type]
+            correction=s.correction,
             family=s.family,
         ),
+        store,
     )
     for t in summary.tables:
         t.name = t.name.replace("ablation_", "entropy_final_", 1)

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from analysis.ablation import collect_seed_values
-from analysis.arms import Arms, assign_arms, baseline_arm, plain_value
-from analysis.command_start import freeze_lists, started_result
+from analysis.arm_selection import ArmSelection, collect_seed_values
+from analysis.arms import Arms, baseline_arm, plain_value
+from analysis.command_start import started_result
 from analysis.headline import headline
 from analysis.paired_power import (
     check_probability,
@@ -46,13 +46,12 @@ from analysis.result import (
 )
 from analysis.seed_stats import EQUAL_RTOL, check_level
 from analysis.seed_values import SeedValues
-from analysis.selection import FINAL, VALUES_FLAG, ValueSpec
-from analysis.settings_flags import ARMS_FLAG, METRICS_FLAG, STATUS_FLAG, flag
+from analysis.selection import ValueSpec
+from analysis.settings_flags import flag
 from analysis.trial_costs import concurrency, hours, per_trial_cost, trial_costs
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
 from records.reader import (
-    DEFAULT_STATUSES,
     Store,
     load_trials,
     metric_names,
@@ -74,28 +73,13 @@ def check_inputs(delta: float, alpha: float, power: float, sesoi: float | None) 
             raise ResultsError(str(err)) from err
 
 
-@dataclass(frozen=True)
-class PowerSettings:
-    """Options of the power command (`python -m analysis power --help` names each flag)."""
+@dataclass(frozen=True, kw_only=True)
+class PowerSettings(ArmSelection):
+    """Options of the power command (`python -m analysis power --help` names each flag): the
+    arm selection it shares with `ablation` (`analysis.arm_selection`) and its own."""
 
     delta: float
     """The difference arm − baseline to detect (--delta), in the metric's units."""
-    metrics: tuple[str, ...] | None = field(default=None, metadata=METRICS_FLAG)
-    """Metric names or globs to plan for (--metrics); None: the headline metrics."""
-    values: tuple[ValueSpec, ...] = field(default=(FINAL,), metadata=VALUES_FLAG)
-    """Per-trial values to plan for (--value): final, last:K, auc, ..."""
-    by: tuple[str, ...] = ("loss",)
-    """Configuration columns that key an arm (--by)."""
-    pool: tuple[str, ...] = ()
-    """Columns that may vary inside an arm (--pool)."""
-    block: tuple[str, ...] = ()
-    """Columns whose values, with the seed, make an arm's units (--block)."""
-    only: tuple[str, ...] = field(default=(), metadata=ARMS_FLAG)
-    """Arm labels to plan for (--arms); empty: every arm with a baseline."""
-    baseline: str = "mle"
-    """The baseline loss, or an arm's label (--baseline)."""
-    statuses: tuple[str, ...] = field(default=DEFAULT_STATUSES, metadata=STATUS_FLAG)
-    """Trial statuses read (--status)."""
     level: float = 0.95
     """Confidence level of the sd's chi-square interval (--level)."""
     alpha: float = 0.05
@@ -111,7 +95,7 @@ class PowerSettings:
     (--budget-hours): each plan says whether it fits."""
 
     def __post_init__(self) -> None:
-        freeze_lists(self, ("metrics", "values", "by", "pool", "block", "only", "statuses"))
+        super().__post_init__()
         check_level(self.level)
         check_inputs(self.delta, self.alpha, self.target_power, self.sesoi)
         budget = self.budget_hours
@@ -280,15 +264,6 @@ def _hours_cell(key: str) -> Callable[[Record], str]:
     return cell
 
 
-def _check_only(arms: Arms, only: Sequence[str]) -> None:
-    """ResultsError for --arms labels that name no arm."""
-    unknown = [a for a in only if a not in arms.key_values]
-    if unknown:
-        raise ResultsError(
-            f"unknown arm {', '.join(map(repr, unknown))} for --arms; arms: {', '.join(arms.order)}"
-        )
-
-
 def _pair_record(
     arm: str,
     base: str,
@@ -389,9 +364,9 @@ def power(store: Store, settings: PowerSettings) -> Result:
         result.notes.append("no held-out metrics: give --metric")
         return result
     s = settings
-    arms = assign_arms(trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline)
+    arms = s.assign(trials)
     result.notes += arms.notes
-    _check_only(arms, s.only)
+    s.check_only(arms)
     latest, counts = read_latest(store, chosen)
     if counts.note():
         result.notes.append(counts.note())

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis import figures
-from analysis.ablation import AblationSettings, ablation
 from analysis.ablation_options import PairedOptions
 from analysis.arm_curves import metric_curves
 from analysis.arms import Arms, assign_arms
 from analysis.command_start import freeze_lists
-from analysis.entropy import EntropySettings, entropy
+from analysis.commands import function_of, option_of, settings_of
 from analysis.result import (
     Result,
     Table,
@@ -32,16 +31,21 @@ from analysis.result import (
     table_latex,
     table_markdown,
 )
-from analysis.scaling import scaling
 from analysis.scaling.points import PARAM_METRICS
-from analysis.scaling.settings import BUDGETS_FLAG
-from analysis.search import SearchSettings, search
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL
 from analysis.settings_flags import METRICS_FLAG, STATUS_FLAG, flag
 from records.errors import ResultsError
 from records.metric_names import DECOMPOSITION_LEAVES, splits
 from records.reader import CURVE_STATUSES, Store, current_trials, metric_names
+
+# The commands the report shows, reached through the analysis library by name: no command module
+# imports another (analysis/commands.py).
+AblationSettings, ablation = settings_of("ablation"), function_of("ablation")
+EntropySettings, entropy = settings_of("entropy"), function_of("entropy")
+SearchSettings, search = settings_of("search"), function_of("search")
+scaling = function_of("scaling")
+BUDGETS_FLAG = option_of("scaling", "budgets")
 
 _STYLE = """
 body { font-family: sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222; }

@@ -119,10 +119,15 @@ def _shape(f: dataclasses.Field, hint: Any) -> tuple[str, Any]:
 def options(
     cls: type, prefix: str = "", renames: Mapping[str, tuple[str, ...]] | None = None
 ) -> list[_Option]:
-    """The command-line options of settings class `cls`, nested settings flattened in order."""
+    """The command-line options of settings class `cls`, nested settings flattened in order; its
+    required fields first (a settings class that derives from shared settings, as `power`'s
+    does, declares its own required field after the shared ones: `power R --delta 0.02 …`)."""
     hints = typing.get_type_hints(cls)
     found: list[_Option] = []
-    for f in dataclasses.fields(cls):
+    fields = dataclasses.fields(cls)
+    missing = dataclasses.MISSING
+    required = [f for f in fields if f.default is missing and f.default_factory is missing]
+    for f in [*required, *(f for f in fields if f not in required)]:
         how = f.metadata.get(KEY, Flag())
         if not how.command_line:
             continue

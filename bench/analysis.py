@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import resource
@@ -178,16 +177,15 @@ def pandas_job(job: str, store: Path) -> None:
 
 
 def polars_job(job: str, store: Path, out: Path) -> None:
-    """One analysis command through its CLI entry point, output discarded."""
-    from analysis.__main__ import main
+    """One analysis command with its default settings through the analysis library, its
+    result rendered as the command line's Markdown and discarded (the report: its page)."""
+    from analysis.commands import call, settings_of
+    from analysis.result import render
 
-    argv = [job, str(store)]
-    if job == "report":
-        argv += ["-o", str(out / "report")]
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = main(argv)
-    if code != 0:
-        raise RuntimeError(f"analysis {job} exited with {code}")
+    settings = settings_of(job)(**({"out": out / "report"} if job == "report" else {}))
+    result = call(settings, str(store))
+    if not isinstance(result, Path):
+        render(result, "md")
 
 
 def child(engine: str, job: str, store: Path, out: Path) -> None:

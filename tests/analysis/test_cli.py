@@ -15,7 +15,6 @@ import polars as pl
 import pytest
 
 from analysis.__main__ import main
-from records.errors import ResultsError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,15 +107,3 @@ def test_json_output_of_every_command(golden: Path, capsys: pytest.CaptureFixtur
     half = math.tan(math.pi * 0.45) * 0.025
     assert (record["ci_low"], record["ci_high"]) == pytest.approx((1.025 - half, 1.025 + half))
     assert record["level"] == 0.9 and "90% CI" in doc["tables"][0]["title"]
-
-
-def test_save_writes_each_format_of_one_command(golden: Path, tmp_path: Path) -> None:
-    from analysis.__main__ import save
-
-    save(["ablation", str(golden), "--metrics", "eval/test/digit_acc"], tmp_path / "t")
-    assert "| mle |" in (tmp_path / "t.md").read_text()
-    doc = json.loads((tmp_path / "t.json").read_text())
-    assert doc["command"] == "ablation" and doc["tables"]
-    with pytest.raises(ResultsError, match="unknown metric"):
-        save(["ablation", str(golden), "--metrics", "nope/x"], tmp_path / "bad")
-    assert not (tmp_path / "bad.md").exists()
