@@ -9,10 +9,12 @@ The GPU machine's image (`bench/gpu/image.txt`: CPython 3.12, CUDA torch, transf
 scipy, …) lacks ray, deepspeed, optuna, polars and pydantic, and has no network. This script
 
 1. resolves the run-time dependency closure of numsweep (pyproject's `dependencies`, no extras)
-   for CPython 3.12 on manylinux x86-64 with pip's own resolver, pinned to the image's known
-   versions, torch stood in by an empty wheel of the image's version; the versions are kept in
-   the committed `bench/gpu/kit-lock-cp312.json` (re-resolved only when those inputs change);
-2. downloads the wheels of the packages the image lacks (less `NOT_NEEDED`), DeepSpeed built from
+   for CPython 3.12 on manylinux x86-64 with `uv pip compile --python-version 3.12
+   --python-platform x86_64-manylinux_2_39` (from metadata: torch's CUDA wheels are resolved,
+   not downloaded), pinned to the image's known versions; the versions are kept in the
+   committed `bench/gpu/kit-lock-cp312.json` (re-resolved only when those inputs change);
+2. downloads the wheels uv picks for that target of the packages the image lacks (less
+   `NOT_NEEDED`), each checked against uv's sha256, DeepSpeed built from
    its sdist without compiled ops (`DS_BUILD_OPS=0`: the check's trials use torch's fused AdamW,
    `train.optimizer: torch_adamw`, so nothing is compiled there);
 3. unpacks them `--no-deps` into one site folder and trims what numsweep never loads, each trim
@@ -47,9 +49,9 @@ if not __package__:  # run as a file (`python bench/gpu_kit.py`): the checkout's
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.gpu_resolve import (
     IMAGE_FILE,
+    fetch_wheels,
     read_image,
     resolve,
-    target_args,
     tree_size,
 )
 
@@ -114,9 +116,9 @@ def build_sdist_wheels(wheels: Path, requirements: Sequence[str]) -> None:
 
 
 def download(wheels: Path, packages: Sequence[dict[str, str]]) -> list[Path]:
-    """Each package's wheel for the target in `wheels` (downloaded once); their paths."""
-    wanted = [f"{p['name']}=={p['version']}" for p in packages if p["name"] not in SDIST_BUILDS]
-    pip("download", "--quiet", "--no-deps", *target_args(PYTHON), "-d", str(wheels), *wanted)
+    """Each package's wheel for the target in `wheels` (downloaded once; the sdist builds
+    built there before); their paths."""
+    fetch_wheels(wheels, [p for p in packages if p["name"] not in SDIST_BUILDS], PYTHON)
     found: dict[str, Path] = {}
     for path in wheels.glob("*.whl"):
         name, version, *_ = parse_wheel_filename(path.name)

@@ -1,18 +1,20 @@
-"""The GPU machine's image and pip's resolution for it (issue 44): which packages numsweep needs
-there that the image lacks, resolved for its CPython on manylinux x86-64 without touching this
-machine's environment (`bench/gpu_kit.py` builds the kit from this)."""
+"""The GPU machine's image and the resolution for it (issue 44): which packages numsweep needs
+there that the image lacks, resolved for its CPython on manylinux x86-64 by `uv pip compile
+--python-version … --python-platform …` from the packages' metadata, without touching this
+machine's environment, and the wheel of each for that target (`bench/gpu_kit.py` builds the kit
+from these)."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
-import sys
 import tempfile
-import zipfile
+import tomllib
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,26 +22,50 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE_FILE = ROOT / "bench" / "gpu" / "image.txt"
-# Stood in by an empty wheel: resolving the real one would pull its CUDA runtime wheels, which
-# the image has (and which are gigabytes).
-STAND_INS = ("torch",)
+# uv's target: manylinux wheels up to glibc 2.39, the newest tag the pip resolution this replaced
+# accepted (its 35 `--platform` tags; uv picks the same 33 wheel files for the committed lock).
+PLATFORM = "x86_64-manylinux_2_39"
 
 
-def manylinux_platforms() -> list[str]:
-    """pip matches `--platform` tags exactly: every manylinux x86-64 tag a wheel may carry."""
-    tags = ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64"]
-    tags += [f"manylinux_2_{n}_x86_64" for n in range(5, 40)]
-    return [*tags, "linux_x86_64"]
+def uv_bin() -> str:
+    """The uv executable (`make venv` installs it into .venv)."""
+    try:
+        from uv import find_uv_bin
+    except ImportError:
+        found = shutil.which("uv")
+        if found is None:
+            raise SystemExit(
+                "error: uv not found: `make venv` installs it (pip install uv)"
+            ) from None
+        return found
+    return find_uv_bin()
 
 
-def target_args(python: str) -> list[str]:
-    """pip's options for wheels of CPython `python` (e.g. "3.12") on manylinux x86-64."""
-    abi = "cp" + python.replace(".", "")
-    args = ["--python-version", python, "--implementation", "cp", "--abi", abi, "--abi", "abi3"]
-    args += ["--abi", "none"]
-    for tag in manylinux_platforms():
-        args += ["--platform", tag]
-    return [*args, "--only-binary=:all:"]
+def compile_target(
+    requirements: Sequence[str],
+    python: str,
+    constraints: Sequence[str] = (),
+    options: Sequence[str] = (),
+) -> list[dict]:
+    """`uv pip compile` of `requirements` for CPython `python` on `PLATFORM`, wheels only,
+    `constraints` pinned, `options` passed on (`--find-links DIR`, `--no-deps`, `--no-index`):
+    the packages of its pylock.toml (PEP 751), each with its name, version and the one wheel
+    chosen for the target (url or path, sha256). uv reads metadata only: torch's CUDA wheels,
+    which the image has, are resolved (and left out by the caller) without being downloaded."""
+    with tempfile.TemporaryDirectory() as scratch:
+        wanted = Path(scratch, "requirements.in")
+        wanted.write_text("\n".join(requirements) + "\n")
+        pinned = Path(scratch, "constraints.txt")
+        pinned.write_text("\n".join(constraints) + "\n")
+        lock = Path(scratch, "pylock.toml")
+        command = [uv_bin(), "pip", "compile", "--quiet", "--format", "pylock.toml"]
+        command += ["--python-version", python, "--python-platform", PLATFORM]
+        command += ["--only-binary", ":all:", "--constraint", str(pinned), *options]
+        print(
+            f"+ uv pip compile --python-version {python} --python-platform {PLATFORM}", flush=True
+        )
+        subprocess.run([*command, "-o", str(lock), str(wanted)], check=True, env=dict(os.environ))
+        return tomllib.loads(lock.read_text()).get("packages", [])
 
 
 def read_image(path: Path) -> dict[str, str | None]:
@@ -56,59 +82,6 @@ def read_image(path: Path) -> dict[str, str | None]:
     return packages
 
 
-def stand_in_wheel(folder: Path, name: str, version: str) -> Path:
-    """An empty wheel `name==version+image` (metadata only): the resolver takes it as the
-    image's package and resolves nothing below it. Never downloaded or packed."""
-    version = f"{version}+image"
-    info = f"{name}-{version}.dist-info"
-    files = {
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: numsweep\nRoot-Is-Purelib: true\n"
-        "Tag: py3-none-any\n",
-    }
-    record = ""
-    for member, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record += f"{member},sha256={digest.decode()},{len(text.encode())}\n"
-    files[f"{info}/RECORD"] = record + f"{info}/RECORD,,\n"
-    path = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as archive:
-        for member, text in files.items():
-            archive.writestr(zipfile.ZipInfo(member, (1980, 1, 1, 0, 0, 0)), text)
-    return path
-
-
-def _dry_run(
-    requirements: Sequence[str], pins: dict[str, str], python: str, find_links: Path
-) -> list[dict[str, str]]:
-    """pip's `install --dry-run --report` for the target: [{name, version}]."""
-    with tempfile.TemporaryDirectory() as scratch:
-        stand_ins = Path(scratch, "stand-ins")
-        stand_ins.mkdir()
-        constraints = []
-        for name, version in sorted(pins.items()):
-            if name in STAND_INS:
-                stand_in_wheel(stand_ins, name, version)
-                version += "+image"
-            constraints.append(f"{name}=={version}")
-        constraint_file = Path(scratch, "image-constraints.txt")
-        constraint_file.write_text("\n".join(constraints) + "\n")
-        report = Path(scratch, "report.json")
-        command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "install"]
-        command += ["--quiet", "--dry-run", "--ignore-installed", "--report", str(report)]
-        command += [*target_args(python), "--find-links", str(find_links)]
-        command += ["--find-links", str(stand_ins), "--constraint", str(constraint_file)]
-        print("+ pip install --dry-run (the kit's resolution)", flush=True)
-        subprocess.run([*command, *requirements], check=True, env=dict(os.environ))
-        return [
-            {
-                "name": canonicalize_name(item["metadata"]["name"]),
-                "version": item["metadata"]["version"],
-            }
-            for item in json.loads(report.read_text())["install"]
-        ]
-
-
 def resolve(
     requirements: Sequence[str],
     image: dict[str, str | None],
@@ -117,8 +90,8 @@ def resolve(
     lock: Path,
     find_links: Path,
 ) -> list[dict[str, str]]:
-    """pip's resolution of `requirements` for the target: [{name, version}], the image's
-    versions pinned and torch stood in. Kept in `lock` with a key of its inputs: the same
+    """uv's resolution of `requirements` for the target: [{name, version}], the image's
+    versions pinned (torch's among them). Kept in `lock` with a key of its inputs: the same
     requirements, image and Python read the same versions from it (the lock is committed, so
     a kit built later or elsewhere has them too); changed inputs resolve anew and rewrite it."""
     pins = {name: version for name, version in image.items() if version}
@@ -131,13 +104,43 @@ def resolve(
         if locked["key"] == key:
             print(f"resolution: {lock.name} (its inputs unchanged)")
             return locked["install"]
-    install = [
-        {"name": p["name"], "version": p["version"]}
-        for p in _dry_run(requirements, pins, python, find_links)
-    ]
+    constraints = [f"{name}=={version}" for name, version in sorted(pins.items())]
+    found = compile_target(requirements, python, constraints, ["--find-links", str(find_links)])
+    install = [{"name": canonicalize_name(p["name"]), "version": p["version"]} for p in found]
     lock.write_text(json.dumps({"key": key, "install": install}, indent=1) + "\n")
     print(f"resolution: resolved anew, written to {lock} (commit it)")
     return install
+
+
+def fetch_wheels(
+    wheels: Path, packages: Sequence[dict[str, str]], python: str, options: Sequence[str] = ()
+) -> list[Path]:
+    """The wheel uv chooses for the target of each pinned package (`compile_target` with
+    `--no-deps` and `options`), fetched into `wheels` once and checked against uv's sha256."""
+    pins = [f"{p['name']}=={p['version']}" for p in packages]
+    paths = []
+    for package in compile_target(pins, python, options=["--no-deps", *options]):
+        (wheel,) = package["wheels"]
+        source = wheel.get("url") or Path(wheel["path"]).resolve().as_uri()
+        target = wheels / Path(urllib.request.url2pathname(source.rsplit("/", 1)[1])).name
+        if not target.is_file():
+            print(f"+ fetch {target.name}", flush=True)
+            partial = target.with_name(target.name + ".part")
+            try:
+                with (
+                    urllib.request.urlopen(source, timeout=300) as response,
+                    partial.open("wb") as out,
+                ):
+                    shutil.copyfileobj(response, out)
+                partial.replace(target)
+            finally:
+                partial.unlink(missing_ok=True)
+        digest = hashlib.sha256(target.read_bytes()).hexdigest()
+        if digest != wheel["hashes"]["sha256"]:
+            target.unlink()
+            raise SystemExit(f"error: {target.name}: sha256 {digest}, uv's lock says otherwise")
+        paths.append(target)
+    return paths
 
 
 def tree_size(root: Path) -> int:

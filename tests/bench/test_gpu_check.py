@@ -1,8 +1,9 @@
 """The prepared GPU check (issues 15 and 44), as far as a CPU-only machine can check it without
 downloading anything: the GPU sweep file and its CPU-proof overrides, the kit builder's pieces
-(requirements from the one source, the image list, the stand-in wheel pip must accept, the
-unpacked wheel layout, the trims that must keep the dashboard's files, the tar.xz round trip, the
-one-call size check and its exit 2), and the CUDA-path decision `train.precision: auto` makes."""
+(requirements from the one source, the image list, uv's resolution and fetch for the GPU's
+target from a local folder, the unpacked wheel layout, the trims that must keep the dashboard's
+files, the tar.xz round trip, the one-call size check and its exit 2), and the CUDA-path
+decision `train.precision: auto` makes."""
 
 from __future__ import annotations
 
@@ -153,19 +154,51 @@ def test_the_committed_lock_pins_what_pyproject_pins():
     assert {"ray", "deepspeed", "polars", "pydantic", "optuna"} <= set(versions)
 
 
-def test_stand_in_wheel_is_taken_by_pip_for_the_pinned_version(tmp_path):
-    gpu_resolve.stand_in_wheel(tmp_path, "torch", "2.11.0")
-    report = tmp_path / "report.json"
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--no-index"]
-    command += ["--ignore-installed", "--find-links", str(tmp_path), "--report", str(report)]
-    subprocess.run(
-        [*command, "torch==2.11.0+image"],
-        check=True,
-        env={"PIP_CONFIG_FILE": "/dev/null", "PATH": "/usr/bin:/bin"},
-    )
-    (item,) = json.loads(report.read_text())["install"]
-    assert item["metadata"]["name"] == "torch" and item["metadata"]["version"] == "2.11.0+image"
-    assert "requires_dist" not in item["metadata"]  # nothing below it is resolved
+def metadata_wheel(folder: Path, name: str, version: str, tag: str, requires: str = "") -> Path:
+    """A wheel of metadata only, as an index would serve it."""
+    info = f"{name}-{version}.dist-info"
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    meta += f"Requires-Dist: {requires}\n" if requires else ""
+    path = folder / f"{name}-{version}-{tag}.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{info}/METADATA", meta)
+        archive.writestr(
+            f"{info}/WHEEL", f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n"
+        )
+        archive.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def test_uv_resolves_and_fetches_for_the_gpu_target_not_this_machine(tmp_path):
+    """Offline, from a folder of wheels: uv takes the CPython 3.12 manylinux wheel, not this
+    machine's 3.11 one, a newer glibc's or another platform's, holds the constraint, and the
+    fetch copies that one wheel and checks its sha256 (a changed file is refused, removed)."""
+    index, kit = tmp_path / "index", tmp_path / "kit"
+    index.mkdir()
+    kit.mkdir()
+    for tag in (
+        "cp311-cp311-manylinux_2_17",
+        "cp312-cp312-manylinux_2_41",
+        "cp312-cp312-macosx_11_0",
+    ):
+        metadata_wheel(index, "fastmath", "2.0", f"{tag}_x86_64", "helper")
+    target = metadata_wheel(index, "fastmath", "2.0", "cp312-cp312-manylinux_2_28_x86_64", "helper")
+    for version in ("1.0", "1.1"):
+        metadata_wheel(index, "helper", version, "py3-none-any")
+    offline = ["--offline", "--no-index", "--find-links", str(index)]
+
+    found = gpu_resolve.compile_target(["fastmath"], "3.12", ["helper==1.0"], offline)
+    assert {(p["name"], p["version"]) for p in found} == {("fastmath", "2.0"), ("helper", "1.0")}
+    assert gpu_resolve.compile_target(["helper"], "3.12", options=offline)[0]["version"] == "1.1"
+
+    pinned = [{"name": "fastmath", "version": "2.0"}, {"name": "helper", "version": "1.0"}]
+    paths = gpu_resolve.fetch_wheels(kit, pinned, "3.12", offline)
+    assert [p.name for p in paths] == [target.name, "helper-1.0-py3-none-any.whl"]
+    assert paths[0].read_bytes() == target.read_bytes()
+    paths[0].write_bytes(b"not the wheel")
+    with pytest.raises(SystemExit, match="sha256"):
+        gpu_resolve.fetch_wheels(kit, pinned[:1], "3.12", offline)
+    assert not paths[0].exists()
 
 
 def test_a_wheel_unpacks_as_pip_target_lays_it_out(tmp_path):
