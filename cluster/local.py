@@ -2,7 +2,8 @@
 `ray start --block` process with its own resources and Ray temp dir, all on 127.0.0.1, the
 dashboard (which serves `ray job submit`) on 127.0.0.1 only, and Ray's token authentication on
 with a token made for this cluster. For trying numsweep's cluster path, and for its tests.
-Needs the project's venv (Ray) active; stdlib only otherwise.
+Needs the project's venv (Ray) active; psutil (the process table, not Linux's /proc) and the
+stdlib otherwise.
 
     python cluster/local.py start      [--dir D] [--workers N] [--cpus C] [--gpus G] [--head-cpus C]
     python cluster/local.py stop       [--dir D]          every node, then any straggler, by pid
@@ -45,6 +46,8 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+import psutil
 
 from compat.ray_private import LOOPBACK_FLAG, ray_cli_main
 
@@ -134,37 +137,24 @@ class Cluster:
 # ---- processes ----------------------------------------------------------------------------
 
 
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError:
-        return None
-
-
 def _process_table() -> dict[int, dict]:
-    """Every live, readable process: ppid, pgid, environment, stdout/stderr targets."""
+    """Every live process psutil may read: ppid, pgid, environment, and the files its stdout and
+    stderr write to (on macOS, where psutil gives no descriptor numbers, every open file)."""
     table: dict[int, dict] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        stat = _read(f"/proc/{pid}/stat")
-        if stat is None:
-            continue
-        # The command name (field 2) may hold spaces and parentheses: split after its last ")".
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        if fields[0] in (b"Z", b"X"):
+    attrs = ["ppid", "status", "environ", "open_files"]
+    for process in psutil.process_iter(attrs, ad_value=None):
+        info = process.info
+        if info["status"] in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD, None):
             continue  # exited (a zombie until its parent reaps it): nothing left to stop
-        outputs = []
-        for fd in (1, 2):
-            with contextlib.suppress(OSError):
-                outputs.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
-        table[pid] = {
-            "ppid": int(fields[1]),
-            "pgid": int(fields[2]),
-            "environ": set((_read(f"/proc/{pid}/environ") or b"").split(b"\0")),
-            "outputs": outputs,
+        try:
+            pgid = os.getpgid(process.pid)
+        except OSError:
+            continue  # gone since it was listed
+        table[process.pid] = {
+            "ppid": info["ppid"],
+            "pgid": pgid,
+            "environ": info["environ"] or {},
+            "outputs": [f.path for f in info["open_files"] or () if f.fd in (1, 2, -1)],
         }
     return table
 
@@ -191,11 +181,11 @@ def cluster_pids(cluster: Cluster, node: str | None = None) -> set[int]:
     for name in names:
         root = cluster.nodes.get(name, {}).get("pid")
         temp = f"{cluster.temp_dir(name)}/"
-        marks = {f"{MARK_CLUSTER}={cluster.dir}".encode(), f"{MARK_NODE}={name}".encode()}
+        marks = {MARK_CLUSTER: str(cluster.dir), MARK_NODE: name}
         for pid, info in table.items():
             if (
                 (root is not None and root in (pid, info["pgid"]))
-                or marks <= info["environ"]
+                or marks.items() <= info["environ"].items()
                 or any(out.startswith(temp) for out in info["outputs"])
             ):
                 members.add(pid)
@@ -213,14 +203,12 @@ def _alive(pid: int | None) -> bool:
     if not pid:
         return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        # A zombie (exited, not yet reaped by its parent) is not alive.
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.AccessDenied:
         return True
-    # A zombie (exited, not yet reaped by its parent) is not alive.
-    stat = _read(f"/proc/{pid}/stat")
-    return stat is not None and stat[stat.rindex(b")") + 2 :][:1] != b"Z"
 
 
 def _signal(pids: Iterable[int], sig: int) -> None:
@@ -291,9 +279,9 @@ def _ray_start(cluster: Cluster, name: str, head: bool, args: Sequence[str]) -> 
     cluster.nodes[name] = {"pid": process.pid, "args": list(args)}
     cluster.save()
     deadline = time.monotonic() + START_TIMEOUT_S
-    while b"Ray runtime started" not in (_read(str(log)) or b"")[offset:]:
+    while b"Ray runtime started" not in log.read_bytes()[offset:]:
         if process.poll() is not None or time.monotonic() > deadline:
-            tail = (_read(str(log)) or b"")[offset:].decode(errors="replace").splitlines()[-30:]
+            tail = log.read_bytes()[offset:].decode(errors="replace").splitlines()[-30:]
             stop_node(cluster, name, force=True)
             raise ClusterError(f"node {name} did not start (log {log}):\n" + "\n".join(tail))
         time.sleep(0.25)
