@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analysis.cli_conventions import HelpFormatter, add_version
+from analysis.cli_conventions import ConventionalParser, add_version
 from analysis.commands import COMMANDS, TABLE_COMMANDS, Command, call
 from analysis.result import FORMATS, Result, render, text_notes
 from analysis.settings_flags import add_flags, from_flags, split_list
@@ -36,21 +36,14 @@ def build_parser(command: str | None = None, prog: str = PROG) -> argparse.Argum
     `python -m analysis --help`): a command's options come from its settings class, whose module
     imports polars and scipy, so a command line imports its own command's module alone. `prog`:
     the name usage lines give (`numsweep analyze` passes its own)."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Tables, fits and a report from a numsweep results directory.",
-        formatter_class=HelpFormatter,
+    parser = ConventionalParser(
+        prog=prog, description="Tables, fits and a report from a numsweep results directory."
     )
     add_version(parser)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=ConventionalParser)
     for name, spec in COMMANDS.items():
         # help strings are %-formatted by argparse, descriptions are not
-        p = sub.add_parser(
-            name,
-            help=spec.help,
-            description=spec.help.replace("%%", "%"),
-            formatter_class=HelpFormatter,
-        )
+        p = sub.add_parser(name, help=spec.help, description=spec.help.replace("%%", "%"))
         if name == command:
             _add_inputs(p, name, spec)
             add_flags(p, spec.load("settings"))

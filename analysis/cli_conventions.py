@@ -3,14 +3,16 @@ Optuna's CLIs do: `--version`, and help that shows each option's default and its
 
 argparse's own `ArgumentDefaultsHelpFormatter` prints "(default: None)" and "(default: False)"
 for every optional flag and switch, and a metavar (`--correction CORRECTION`) hides an option's
-choices; `HelpFormatter` shows a default only where there is one and lists the choices a
-metavar hides, unless the help text already names them all.
+choices; `ConventionalParser` adds to each option's help its default, only where there is one,
+and the choices a metavar hides, unless the help text already names them all.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
+from collections.abc import Iterable
+from typing import Any
 
 DISTRIBUTION = "numsweep"
 
@@ -38,17 +40,33 @@ def shown_default(default: object) -> str | None:
     return str(default)
 
 
-class HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, with each option's default and hidden choices added to its help."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        if action.help == argparse.SUPPRESS:
-            return action.help
-        choices = [str(c) for c in action.choices or ()]
-        if choices and action.metavar is not None and not all(c in text for c in choices):
-            text += f" (choices: {', '.join(choices)})"
-        default = shown_default(action.default)
-        if default is not None and "default" not in text and action.option_strings:
-            text += " (default: %(default)s)"
+def described(
+    text: str | None, default: object, choices: Iterable[object] | None, metavar: str | None
+) -> str | None:
+    """An option's help with its default (where it has one) and the choices a metavar hides
+    (unless the text names them all) added."""
+    if text == argparse.SUPPRESS:
         return text
+    text = text or ""
+    names = [str(c) for c in choices or ()]
+    if names and metavar is not None and not all(c in text for c in names):
+        text += f" (choices: {', '.join(names)})"
+    if shown_default(default) is not None and "default" not in text:
+        text += " (default: %(default)s)"
+    return text
+
+
+class ConventionalParser(argparse.ArgumentParser):
+    """An `ArgumentParser` whose options' help says their defaults and hidden choices.
+    (argparse's formatters are public by name only, their methods an implementation detail,
+    so this is done where an option is added.)"""
+
+    def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action:
+        if names and names[0].startswith(self.prefix_chars):
+            kwargs["help"] = described(
+                kwargs.get("help"),
+                kwargs.get("default"),
+                kwargs.get("choices"),
+                kwargs.get("metavar"),
+            )
+        return super().add_argument(*names, **kwargs)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from analysis.cli_conventions import HelpFormatter, add_version
+from analysis.cli_conventions import add_version
 from orchestrator.completion import CompletableParser
 from records.errors import ResultsError
 
@@ -51,16 +51,14 @@ class UsageError(ValueError):
 
 
 def build_parser() -> CompletableParser:
-    parser = CompletableParser(
-        prog="numsweep", description=DESCRIPTION, formatter_class=HelpFormatter
-    )
+    parser = CompletableParser(prog="numsweep", description=DESCRIPTION)
     add_version(parser)
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=CompletableParser
     )
 
     def command(name: str, text: str) -> CompletableParser:
-        made = sub.add_parser(name, help=text, description=text, formatter_class=HelpFormatter)
+        made = sub.add_parser(name, help=text, description=text)
         parser.commands[name] = made
         return made
 

@@ -16,6 +16,8 @@ import argparse
 import shlex
 from typing import Any
 
+from analysis.cli_conventions import ConventionalParser
+
 TEMPLATE = """# bash completion for numsweep (written by `numsweep completion bash`)
 _numsweep() {{
     local cur prev cmd i
@@ -42,10 +44,10 @@ complete -o default -F _numsweep numsweep
 """
 
 
-class CompletableParser(argparse.ArgumentParser):
-    """An `ArgumentParser` that keeps what it was given, for `bash_script` (argparse keeps its
-    arguments in private attributes only): its arguments and, where `add_command` made them, its
-    commands' parsers."""
+class CompletableParser(ConventionalParser):
+    """A `ConventionalParser` (defaults and choices in its help) that keeps what it was given,
+    for `bash_script` (argparse keeps its arguments in private attributes only): its arguments
+    and, where numsweep's parser adds them, its commands' parsers."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.arguments: list[argparse.Action] = []

@@ -6,7 +6,6 @@ and Python values ("None: no TOST", "`all_metrics`")."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import re
@@ -14,7 +13,7 @@ import re
 import pytest
 
 from analysis.__main__ import build_parser
-from analysis.cli_conventions import HelpFormatter
+from analysis.cli_conventions import ConventionalParser
 from analysis.commands import COMMANDS
 from orchestrator.cli import build_parser as numsweep_parser
 
@@ -68,7 +67,7 @@ def test_the_options_issue_60_named(helps):
 
 
 def test_the_formatter_adds_what_argparse_hides_and_nothing_it_would_invent():
-    parser = argparse.ArgumentParser(prog="p", formatter_class=HelpFormatter)
+    parser = ConventionalParser(prog="p")
     parser.add_argument("--pick", metavar="P", choices=("a", "b"), default="a", help="a pick")
     parser.add_argument("--named", metavar="N", choices=("x", "y"), help="x or y")
     parser.add_argument("--unset", help="nothing by default")
