@@ -105,16 +105,21 @@ def _settings(args: argparse.Namespace, spec: Command) -> Any:
     return settings
 
 
-def _check_inputs(args: argparse.Namespace) -> None:
-    """RESULTS given once (positionally or as --results); exactly one of RESULTS and --points;
-    a points table has no experiments or statuses."""
+def _results_once(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """RESULTS positionally or as --results DIR (numsweep's spelling), once; a usage error
+    (exit 2), as argparse's for a missing argument, when neither is given (but --points may be)
+    or both differ."""
     flag = args.results_flag
     if flag is not None and args.results is not None and flag != args.results:
-        raise ResultsError(f"RESULTS {args.results} and --results {flag}: give one")
+        parser.error(f"RESULTS {args.results} and --results {flag}: give one")
     args.results = args.results if flag is None else flag
-    points = getattr(args, "points", None)
     if args.command not in TABLE_COMMANDS and args.results is None:
-        raise ResultsError(f"{args.command}: give RESULTS (or --results DIR)")
+        parser.error(f"{args.command}: give RESULTS (or --results DIR)")
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Exactly one of RESULTS and --points; a points table has no experiments or statuses."""
+    points = getattr(args, "points", None)
     if args.command in TABLE_COMMANDS and (points is None) == (args.results is None):
         raise ResultsError(f"{args.command}: give RESULTS or --points FILE (exactly one)")
     if points is not None and (args.experiment or getattr(args, "statuses", None)):
@@ -145,7 +150,9 @@ def _points_run(args: argparse.Namespace, settings: Any) -> Result | Path:
 def run(argv: Sequence[str] | None = None, prog: str = PROG) -> tuple[Result | None, str, str]:
     """Parse `argv` and run the command: (result, rendered text, format). Raises ResultsError."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(_command_of(argv), prog).parse_args(argv)
+    parser = build_parser(_command_of(argv), prog)
+    args = parser.parse_args(argv)
+    _results_once(parser, args)
     fmt_name = getattr(args, "format", "md")
     spec = COMMANDS[args.command]
     settings = _settings(args, spec)

@@ -130,8 +130,12 @@ def test_analyze_is_python_m_analysis(store, capsys):
     ).stdout
     assert through_numsweep == json.loads(out)
     assert through_numsweep["tables"], through_numsweep.keys()
-    assert main(["analyze", "ablation", "--experiment", "del-cpu-ablation"]) == 2
-    assert "give RESULTS (or --results DIR)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["analyze", "ablation", "--experiment", "del-cpu-ablation"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: numsweep analyze ")
+    assert "give RESULTS (or --results DIR)" in err
 
 
 COMPLETE = """source {script}
