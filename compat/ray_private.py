@@ -42,7 +42,8 @@ from typing import Any
 from compat.absent_imports import import_with_absent
 from compat.versions import CheckedRange, installed_version, require
 
-RAY = CheckedRange("ray", ">=2.60.0,<2.61", checked="2.60.0", module="compat/ray_private.py")
+# == the one version run (pyproject.toml pins it so; tests/project/test_dependency_ranges.py)
+RAY = CheckedRange("ray", "==2.60.0", checked="2.60.0", module="compat/ray_private.py")
 
 LOOPBACK_FLAG = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 LOOPBACK_ENV = {LOOPBACK_FLAG: "0"}

@@ -1,9 +1,16 @@
-"""Command line: `numsweep {sweep,extend,status,compact}` (also `python -m orchestrator …`).
+"""Command line: `numsweep {sweep,extend,status,compact,analyze,completion}` (also `python -m
+orchestrator …`).
 
-    numsweep sweep CONFIG [KEY=VALUE …] [--results DIR] [--name E] [--dry-run] [--verbose]
+    numsweep sweep CONFIG [KEY=VALUE …] [--results DIR] [--name E] [--dry-run] [--print-config]
     numsweep extend E --trials N [--results DIR] [--verbose]
-    numsweep status E [--results DIR]
+    numsweep status E [--results DIR] [--format table|json]
     numsweep compact E [--results DIR]
+    numsweep analyze COMMAND RESULTS [options]     (= python -m analysis COMMAND …)
+    numsweep completion bash                       (a bash completion script, from the parser)
+
+An experiment may be named positionally or as `--experiment E`, and `python -m analysis` takes
+`--results DIR` as well as its positional RESULTS, so `--results DIR --experiment E` is one
+spelling both command lines read.
 
 `sweep` on an experiment that already exists under the results root resumes it (unfinished and
 errored trials continue from their last checkpoint); where its Ray state is not there (a fresh
@@ -20,64 +27,110 @@ non-AWS endpoint from AWS_ENDPOINT_URL). Exit codes: 0 done, 1 some trials faile
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from orchestrator.sweep.sweep_file import SweepConfig, SweepFileError, load_sweep
+import yaml
+
+from analysis.cli_conventions import add_version
+from orchestrator.completion import CompletableParser
 from records.errors import ResultsError
+
+if TYPE_CHECKING:  # the sweep schema imports torch: a base (analysis-only) install has none
+    from orchestrator.sweep.sweep_file import SweepConfig
+
+DESCRIPTION = "Run, extend, inspect and analyse sweeps of numeric-learning losses on Ray."
 
 
 class UsageError(ValueError):
     """Bad input on the command line; printed with exit code 2."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="numsweep", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def build_parser() -> CompletableParser:
+    parser = CompletableParser(prog="numsweep", description=DESCRIPTION)
+    add_version(parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=CompletableParser
+    )
 
-    def results(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--results", default="results", help="results root: a path or a URI (default ./results)"
-        )
-        p.add_argument("--address", help="Ray address (default: RAY_ADDRESS, else local Ray)")
+    def command(name: str, text: str) -> CompletableParser:
+        made = sub.add_parser(name, help=text, description=text)
+        parser.commands[name] = made
+        return made
 
-    sweep = sub.add_parser("sweep", help="run (or resume) a sweep file on Ray")
+    sweep = command("sweep", "run (or resume) a sweep file on Ray")
     sweep.add_argument("config", help="sweep YAML file")
     sweep.add_argument("overrides", nargs="*", help="dotted overrides, e.g. train.lr=3e-4")
-    sweep.add_argument("--name", help="experiment name (default: the file's `experiment`)")
+    sweep.add_argument(
+        "--name",
+        "--experiment",
+        dest="name",
+        metavar="E",
+        help="experiment name (default: the sweep file's experiment: key)",
+    )
     sweep.add_argument(
         "--dry-run",
         action="store_true",
         help="validate model, tokenizer and data, print the trial and resource plan, start nothing",
     )
-    verbose = {
-        "action": "store_true",
-        "help": "Ray's, Tune's and the trials' own output on the terminal (Tune's status tables "
-        "instead of the progress line); by default they go to the experiment's logs/ folder",
-    }
-    no_summary = {
-        "action": "store_true",
-        "help": "end (or stop) without the arms' results table and plateau warnings: counts and "
-        "where the results are only; for a registered study whose tests wait for all trials",
-    }
-    sweep.add_argument("--verbose", **verbose)
-    sweep.add_argument("--no-summary", **no_summary)
-    results(sweep)
-    extend = sub.add_parser("extend", help="add trials to a search, continuing its Optuna study")
-    extend.add_argument("experiment")
+    sweep.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved sweep (YAML, every default filled in, after the overrides) and "
+        "exit without checking or launching anything",
+    )
+    _run_flags(sweep)
+    _results_flags(sweep)
+    extend = command("extend", "add trials to a search, continuing its Optuna study")
+    _experiment_arg(extend)
     extend.add_argument("--trials", type=int, required=True, help="trials to add")
-    extend.add_argument("--verbose", **verbose)
-    extend.add_argument("--no-summary", **no_summary)
-    results(extend)
-    status = sub.add_parser("status", help="trials, states, best values and file locations")
-    status.add_argument("experiment")
-    results(status)
-    compact = sub.add_parser("compact", help="merge an experiment's Parquet parts")
-    compact.add_argument("experiment")
-    results(compact)
+    _run_flags(extend)
+    _results_flags(extend)
+    status = command("status", "trials, states, best values and file locations")
+    _experiment_arg(status)
+    status.add_argument(
+        "--format", "-f", choices=("table", "json"), default="table", help="output format"
+    )
+    _results_flags(status)
+    compact = command("compact", "merge an experiment's Parquet parts")
+    _experiment_arg(compact)
+    _results_flags(compact)
+    command("analyze", "tables, fits and the report (python -m analysis): analyze --help")
+    completion = command("completion", "print a shell completion script")
+    completion.add_argument("shell", choices=("bash",), help="the shell")
     return parser
+
+
+def _experiment_arg(p: argparse.ArgumentParser) -> None:
+    """E, positionally or as --experiment E (`python -m analysis`'s spelling)."""
+    p.add_argument("experiment", nargs="?", metavar="E", help="experiment name")
+    p.add_argument("--experiment", dest="experiment_flag", metavar="E", help="the same, as a flag")
+
+
+def _run_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="Ray's, Tune's and the trials' own output on the terminal (Tune's status tables "
+        "instead of the progress line); by default they go to the experiment's logs/ folder",
+    )
+    p.add_argument(
+        "--no-summary",
+        action="store_true",
+        help="end (or stop) without the arms' results table and plateau warnings: counts and "
+        "where the results are only; for a registered study whose tests wait for all trials",
+    )
+
+
+def _results_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--results", default="results", metavar="DIR", help="results root: a path or a URI"
+    )
+    p.add_argument("--address", help="Ray address (default: RAY_ADDRESS, else local Ray)")
 
 
 def _results_root(value: str) -> str:
@@ -110,6 +163,7 @@ def _results_root(value: str) -> str:
 
 def stored_sweep(root: str, experiment: str) -> SweepConfig | None:
     """The sweep config an experiment was started with (from its manifest), if it exists."""
+    from orchestrator.sweep.sweep_file import SweepConfig
     from records.writer import ResultsStore
 
     manifest = ResultsStore(root, experiment).read_manifest()
@@ -145,7 +199,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     overrides = list(args.overrides)
     if args.name:
         overrides.append(f"experiment={args.name}")
+    from orchestrator.sweep.sweep_file import load_sweep
+
     sweep = load_sweep(args.config, overrides)
+    if args.print_config:
+        # Hydra's `--cfg job`: the sweep as it would run, read back by `numsweep sweep`
+        sys.stdout.write(yaml.safe_dump(sweep.model_dump(mode="json"), sort_keys=False))
+        return 0
     _check_libraries()
     _check_tracking(sweep)
     root = _results_root(args.results)
@@ -286,9 +346,9 @@ def end_of_sweep(
         f"\n{n_trials} trials, {n_errors} failed. Results: {root}\n"
         "Next:\n"
         f"  numsweep status {experiment} --results {root}\n"
-        f"  python -m analysis ablation {root} --experiment {experiment}\n"
-        f"  python -m analysis entropy {root}\n"
-        f"  python -m analysis report {root} -o {root}/report\n"
+        f"  numsweep analyze ablation --results {root} --experiment {experiment}\n"
+        f"  numsweep analyze entropy --results {root}\n"
+        f"  numsweep analyze report --results {root} -o {root}/report\n"
     )
     return 1 if n_errors else 0
 
@@ -357,13 +417,16 @@ def _next_extension(paths, sweep: SweepConfig) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from orchestrator.status import experiment_status
+    from orchestrator.status import experiment_status, status_record
 
     root = _results_root(args.results)
     sweep = stored_sweep(root, args.experiment)
     if sweep is None:
         raise UsageError(f"no experiment {args.experiment!r} under {root}")
-    print(experiment_status(root, sweep))
+    if args.format == "json":
+        print(json.dumps(status_record(root, sweep), indent=2, default=str))
+    else:
+        print(experiment_status(root, sweep))
     return 0
 
 
@@ -381,12 +444,25 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"sweep": cmd_sweep, "extend": cmd_extend, "status": cmd_status, "compact": cmd_compact}
+def cmd_completion(args: argparse.Namespace) -> int:
+    from orchestrator.completion import bash_script
+
+    sys.stdout.write(bash_script(build_parser()))
+    return 0
+
+
+COMMANDS = {
+    "sweep": cmd_sweep,
+    "extend": cmd_extend,
+    "status": cmd_status,
+    "compact": cmd_compact,
+    "completion": cmd_completion,
+}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line; a sweep's KEY=VALUE overrides may come anywhere after the file
-    (before, between or after the flags)."""
+    (before, between or after the flags); an experiment positionally or as --experiment."""
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if args.command == "sweep":
@@ -395,11 +471,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         rest = [a for a in rest if a not in overrides]
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if hasattr(args, "experiment_flag"):
+        flag, given = args.experiment_flag, args.experiment
+        if flag is not None and given is not None and flag != given:
+            parser.error(f"experiment {given} and --experiment {flag}: give one")
+        args.experiment = given or flag
+        if args.experiment is None:
+            parser.error(f"{args.command}: give the experiment (E or --experiment E)")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["analyze"]:
+        from analysis.__main__ import main as analysis_main
+
+        return analysis_main(argv[1:], prog="numsweep analyze")
     args = parse_args(argv)
+    if args.command == "completion":  # like --version and --help: no sweep libraries needed
+        return cmd_completion(args)
+    try:
+        from orchestrator.sweep.sweep_file import SweepFileError
+    except ModuleNotFoundError as err:
+        print(
+            f"error: numsweep {args.command} needs {err.name}, which the base install (for "
+            "analysis only) leaves out: pip install 'numsweep[sweep]' (docs/install.md)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         return COMMANDS[args.command](args)
     except (SweepFileError, UsageError, ResultsError) as err:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from orchestrator.sweep import objectives
 from orchestrator.sweep.local_paths import absolute_trial_paths
+from orchestrator.sweep.yaml_source import DuplicateKeyError, load_yaml
 from trainables.config import TrialConfig
 from trainables.losses import LOSSES, ParamError, loss_params
 from trainables.losses.params import check_range, check_value
@@ -76,7 +77,8 @@ class SweepFileError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan: `lr: .inf` or `low: -.inf` is a typo, never a setting
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Range(_Strict):
@@ -495,6 +497,17 @@ def apply_override(data: dict[str, Any], dotted: str) -> None:
     node[parts[-1]] = yaml.safe_load(raw)
 
 
+def non_finite(data: Any, where: str = "") -> list[str]:
+    """The keys (`a.b[0].c`) of every float in `data` that is .inf, -.inf or .nan."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return [where or "(top level)"]
+    if isinstance(data, dict):
+        return [k for key, v in data.items() for k in non_finite(v, f"{where}.{key}".lstrip("."))]
+    if isinstance(data, list):
+        return [k for i, v in enumerate(data) for k in non_finite(v, f"{where}[{i}]")]
+    return []
+
+
 def _describe(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
@@ -517,13 +530,22 @@ def load_sweep(
     if not path.is_file():
         raise SweepFileError(f"{path}: no such sweep file")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text()) or {}
+    except DuplicateKeyError as err:
+        raise SweepFileError(f"{path}: {err}; keep one") from err
     except yaml.YAMLError as err:
         raise SweepFileError(f"{path}: not valid YAML: {err}") from err
     if not isinstance(data, dict):
         raise SweepFileError(f"{path}: expected a mapping at the top level")
     for dotted in overrides or []:
         apply_override(data, dotted)
+    # pydantic refuses them too (allow_inf_nan=False), but inside a union (`float | bool`) its
+    # message lists every member; this one names the key once
+    bad = non_finite(data)
+    if bad:
+        raise SweepFileError(
+            f"{path}: {', '.join(bad)}: not a finite number (.inf, -.inf and .nan are refused)"
+        )
     try:
         sweep = SweepConfig.model_validate(data)
     except ValidationError as err:

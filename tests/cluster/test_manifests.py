@@ -26,8 +26,14 @@ IMAGE_HOME = "/home/ray/numsweep"  # the project's place in cluster/Dockerfile's
 SHARED = "/mnt/shared"
 
 
+def run_time_dependencies() -> list[str]:
+    """pyproject's base dependencies and its `sweep` extra: what a node runs sweeps with."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [*project["dependencies"], *project["optional-dependencies"]["sweep"]]
+
+
 def pinned_ray_version() -> str:
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    deps = run_time_dependencies()
     (ray,) = [Requirement(d) for d in deps if Requirement(d).name == "ray"]
     (spec,) = ray.specifier
     assert spec.operator == "==", ray
@@ -35,7 +41,7 @@ def pinned_ray_version() -> str:
 
 
 def project_dependencies() -> dict[str, Requirement]:
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    deps = run_time_dependencies()
     return {Requirement(d).name.lower().replace("_", "-"): Requirement(d) for d in deps}
 
 

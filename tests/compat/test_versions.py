@@ -103,9 +103,18 @@ def test_a_sweep_on_generated_data_refuses_an_unchecked_sympy(monkeypatch, tmp_p
     mathgen.generate(["arithmetic__add_or_sub"], 1, "train", 0)
     mathgen.generate(["arithmetic__add_or_sub"], 1, "extrapolate", 0)
     monkeypatch.setattr(shims, "SYMPY", CheckedRange("sympy", FAR, "99.0", "compat/x.py"))
-    compat.check_installed()  # sympy is not pinned: not among the checks run first
+    # the pre-launch check (issue 60: sympy was checked only in the preflight, inside a trial
+    # on a cluster)
+    with pytest.raises(UnsupportedVersion, match="sympy 1"):
+        compat.check_installed()
     results = tmp_path / "results"
     code = numsweep(["sweep", str(DEMO), "--results", str(results), "--dry-run"])
     assert code == 2
     assert "sympy 1." in capsys.readouterr().err
     assert not results.exists()
+    # and where no pre-launch check runs, the preflight's own still refuses
+    from orchestrator.sweep.preflight import preflight
+    from orchestrator.sweep.sweep_file import load_sweep
+
+    with pytest.raises(UnsupportedVersion, match="sympy 1"):
+        preflight(load_sweep(DEMO))
