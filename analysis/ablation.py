@@ -5,7 +5,10 @@ the baseline loss (mle) on the seeds both ran, its p-values corrected for multip
 (Holm by default) within a stated family.
 
 Metrics are laid out in panels, one table each (an evaluation split with the generation benchmark
-drawn from it, see analysis/headline.py); by default only the headline metrics are shown.
+drawn from it, see analysis/headline.py); by default only the headline metrics are shown. Where
+the trials measured their loss's auxiliary term against CE (`train/aux_grad_*`), the default view
+and `--all` end on a table of that manipulation check per arm: what dose the arms received, beside
+what it did. It is not tested.
 
 The command's options are one frozen AblationSettings (checked when made); `ablation(store,
 settings)` runs the steps in order (metrics, arms, columns, seed values, rows, paired tests,
@@ -56,7 +59,7 @@ from analysis.selection import (
 from analysis.settings_flags import flag
 from analysis.trial_costs import cost_lines, trial_costs
 from records.errors import ResultsError
-from records.metric_names import direction, resolve
+from records.metric_names import AUX_GRAD_RATIO, AUX_GRAD_TURN_DEG, direction, resolve
 from records.reader import (
     Store,
     load_trials,
@@ -231,6 +234,9 @@ def ablation(store: Store, settings: AblationSettings) -> Result:
                     panel, panel_columns, per, covariate, inputs.base_of, rows_in_use, s.level
                 )
             )
+    if s.metrics is None:  # the default view and --all, not a chosen set
+        check = manipulation_table(store, arms, rows_in_use, known, s.level, available)
+        result.tables += [check] if check is not None else []
     _option_notes(result, s, covariate)
     if s.options.plateau is not None:
         from analysis.plateau_rule import flag_arms
@@ -245,6 +251,69 @@ def ablation(store: Store, settings: AblationSettings) -> Result:
         elif not inputs.has_baseline:
             result.notes.append(f"no {s.baseline} arm: no paired tests")
     return result
+
+
+MANIPULATION_METRICS = (AUX_GRAD_RATIO, AUX_GRAD_TURN_DEG)
+"""What the manipulation-check table shows of `train/aux_grad_*` (the cosine and the sign flips:
+`--metrics 'train/aux_grad_*'`)."""
+MANIPULATION_VALUES = (ValueSpec("step", step=0), ValueSpec("auc"), FINAL)
+"""At the start, as the trapezoidal mean over the reports, and at the end: the ratio grows while
+the model fits (study 5's DEL gradient: 0.6% of CE's at the start, 3.4% after 24 steps)."""
+
+
+def manipulation_table(
+    store: Store,
+    arms: Arms,
+    rows_in_use: list[str],
+    known: pl.DataFrame,
+    level: float,
+    available: Sequence[str],
+) -> Table | None:
+    """The manipulation check per arm in use that measured it (mean ± CI over seeds of
+    `MANIPULATION_METRICS` under `MANIPULATION_VALUES`), or None where no trial reported it.
+    Display only: no test, no correction family."""
+    if AUX_GRAD_RATIO not in available:
+        return None
+    latest, _ = read_latest(store, [m for m in MANIPULATION_METRICS if m in available])
+    per = collect_seed_values(latest, arms, MANIPULATION_VALUES, known, [])
+    checked = [a for a in rows_in_use if (a, AUX_GRAD_RATIO, FINAL) in per]
+    columns = [(m, v) for m in MANIPULATION_METRICS for v in MANIPULATION_VALUES]
+    stats = {
+        (arm, *column): mean_ci(list(per[(arm, *column)].values()), level)
+        for arm in checked
+        for column in columns
+        if per.get((arm, *column))
+    }
+    records = [
+        {"arm": arm, "metric": metric, "value_kind": spec.label, "n": ci.n, "mean": ci.mean}
+        | {"sd": ci.sd, "ci_low": ci.low, "ci_high": ci.high, "level": ci.level}
+        for (arm, metric, spec), ci in stats.items()
+    ]
+    spec_of = {v.label: v for v in MANIPULATION_VALUES}
+    rows, _ = pivot_rows(
+        records,
+        {arm: [arm] for arm in checked},
+        columns,
+        at=lambda r: (r["arm"], (r["metric"], spec_of[r["value_kind"]])),
+        cell=lambda r: fmt_pm(r["mean"], stats[(r["arm"], *_column(r, spec_of))].half_width),
+    )
+    unchecked = [a for a in rows_in_use if a not in checked]
+    labels = {AUX_GRAD_RATIO: "‖∇aux‖/‖∇CE‖", AUX_GRAD_TURN_DEG: "turn °"}
+    return Table(
+        name="ablation_manipulation",
+        title="manipulation check (train/aux_grad_*): the gradient of the weighted auxiliary "
+        "term against CE's, and the angle it turns the gradient by, on the next update's batch; "
+        f"mean ± {level * 100:g}% CI over seeds at step 0, over the reports (auc) and at the "
+        "end; not tested",
+        columns=["arm", *(f"{labels[m]} ({v.label})" for m, v in columns)],
+        rows=rows,
+        data=pl.DataFrame(records, infer_schema_length=None),
+        notes=[f"no auxiliary term, nothing to check: {', '.join(unchecked)}"] if unchecked else [],
+    )
+
+
+def _column(record: Record, spec_of: dict[str, ValueSpec]) -> Column:
+    return record["metric"], spec_of[record["value_kind"]]
 
 
 def _cost_lines(store: Store, arms: Arms) -> list[str]:

@@ -112,12 +112,7 @@ def train(
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
-        lambda s: lr_factor(
-            s,
-            steps=train_cfg.steps,
-            warmup_steps=train_cfg.warmup_steps,
-            min_lr_ratio=train_cfg.min_lr_ratio,
-        ),
+        lambda s: lr_factor(s, train_cfg),
     )
     bf16 = dev.type == "cuda" and use_bf16(train_cfg.precision)
 

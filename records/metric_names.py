@@ -126,6 +126,21 @@ FAMILIES: tuple[MetricFamily, ...] = (
         None,
         "non-padding input tokens trained on so far, all micro-batches and ranks (step 0: 0)",
     ),
+    MetricFamily(
+        "train/aux_grad_ratio",
+        None,
+        "‖∇ of the weighted auxiliary term‖ / ‖∇CE‖ over the trainable parameters, on the next "
+        "update's batch at this report's weights (losses with an auxiliary term)",
+    ),
+    MetricFamily("train/aux_grad_cos", None, "cosine between ∇CE and ∇ of the auxiliary term"),
+    MetricFamily(
+        "train/aux_grad_turn_deg", None, "angle between ∇CE and ∇(CE + auxiliary term), degrees"
+    ),
+    MetricFamily(
+        "train/aux_grad_sign_flips",
+        None,
+        "share of the coordinates with ∇CE ≠ 0 whose sign the auxiliary term's gradient flips",
+    ),
     MetricFamily("train/{part}", None, "a part of the loss, mean since the last report"),
     MetricFamily("perf/tokens_per_s", None, "target tokens per second of training"),
     MetricFamily("perf/step_time_s", None, "seconds per optimizer step"),
@@ -134,6 +149,9 @@ FAMILIES: tuple[MetricFamily, ...] = (
         "perf/eval_s", None, "seconds of this report's evaluation: teacher-forced and generation"
     ),
     MetricFamily("perf/generate_s", None, "seconds of this report's generation (0: none)"),
+    MetricFamily(
+        "perf/aux_grad_s", None, "seconds of this report's manipulation check (train/aux_grad_*)"
+    ),
     MetricFamily("perf/wall_s", None, "wall seconds of the trial so far, from its launch"),
     MetricFamily("perf/cpu_s", None, "CPU seconds of the trial's worker processes so far"),
     MetricFamily("perf/gpu_s", None, "GPU seconds of the trial so far (GPUs × wall; 0 on CPU)"),
@@ -175,6 +193,18 @@ PARAMS_TOTAL, PARAMS_NON_EMBEDDING = "model/params_total", "model/params_non_emb
 BF16, COMPILED, COMPILE_S = "perf/bf16", "perf/compiled", "perf/startup/compile_s"
 WALL_S, CPU_S, GPU_S, STARTUP_S = "perf/wall_s", "perf/cpu_s", "perf/gpu_s", "perf/startup_s"
 EVAL_S, GENERATE_S = "perf/eval_s", "perf/generate_s"
+AUX_GRAD_RATIO, AUX_GRAD_COS = "train/aux_grad_ratio", "train/aux_grad_cos"
+AUX_GRAD_TURN_DEG, AUX_GRAD_SIGN_FLIPS = "train/aux_grad_turn_deg", "train/aux_grad_sign_flips"
+AUX_GRAD_S = "perf/aux_grad_s"
+AUX_GRADIENT_METRICS = (
+    AUX_GRAD_RATIO,
+    AUX_GRAD_COS,
+    AUX_GRAD_TURN_DEG,
+    AUX_GRAD_SIGN_FLIPS,
+    AUX_GRAD_S,
+)
+"""The manipulation check's metrics (`trainables.worker.aux_gradient`), reported at every
+evaluation of a trial whose loss has an auxiliary term (`TokenLoss.auxiliary`) and by no other."""
 COST_METRICS = (WALL_S, CPU_S, GPU_S, STARTUP_S, TOKENS_SEEN)
 """What a trial cost (`trainables.worker.trial_cost`), each cumulative: its last report holds the
 total."""
@@ -226,10 +256,12 @@ def expand(
     benchmarks: Iterable[str] = (),
     parts: Iterable[str] = (),
     digits: bool = True,
+    auxiliary: bool = False,
 ) -> list[str]:
     """Every concrete name a trial reports whose evaluation has these `splits` and generation
     `benchmarks` and whose loss returns these `parts` (`digits`: its tokenizer has digit tokens,
-    so the digit metrics exist), in registry order. Places run over 0 .. MAX_PLACE."""
+    so the digit metrics exist; `auxiliary`: its loss has an auxiliary term, so the manipulation
+    check's `AUX_GRADIENT_METRICS` exist), in registry order. Places run over 0 .. MAX_PLACE."""
     values = {
         "split": list(splits),
         "benchmark": list(benchmarks),
@@ -242,6 +274,8 @@ def expand(
         if not digits and leaf.startswith("digit_"):
             continue
         if fam.pattern == MACC and not values["benchmark"]:
+            continue
+        if fam.pattern in AUX_GRADIENT_METRICS and not auxiliary:
             continue
         combos: list[dict[str, str]] = [{}]
         for key in fam.placeholders:

@@ -112,9 +112,23 @@ class TrainConfig(_Strict):
     lr: float = Field(3e-3, gt=0)
     """Peak learning rate (AdamW)."""
     min_lr_ratio: float = Field(0.1, ge=0, le=1)
-    """Cosine schedule floor, as a share of `lr`."""
+    """The floor the `cosine` and `wsd` schedules decay to, as a share of `lr`."""
     warmup_steps: int = Field(10, ge=0)
-    """Linear warm-up steps."""
+    """Linear warm-up steps (every schedule)."""
+    schedule: Literal["cosine", "constant", "wsd"] = "cosine"
+    """The learning rate after the warm-up (`trainables.worker.schedule`): `cosine` decays to
+    `min_lr_ratio`·`lr` at the last step; `constant` stays at `lr`; `wsd` (warmup-stable-decay)
+    stays at `lr` until `decay_start`, then falls linearly to `min_lr_ratio`·`lr` over
+    `decay_steps` steps. A cosine decay flattens every curve towards its end (study 5's had given
+    40% of its summed rate by step 50 of 200), so a plateau read under it may be the schedule's;
+    under `constant`, or `wsd` before `decay_start`, it is the model's."""
+    decay_start: int | None = Field(None, ge=0)
+    """`wsd` only (and required there): the first step of the decay, at least `warmup_steps`.
+    Fixed before a study runs, like its plateau rule, since where the rate falls the curve
+    moves."""
+    decay_steps: int | None = Field(None, ge=1)
+    """`wsd` only (and required there): the decay's length in steps; `decay_start +
+    decay_steps` is at most `steps` (the floor is reached by the last step)."""
     weight_decay: float = Field(0.0, ge=0)
     grad_clip: float = Field(1.0, ge=0)
     """Global gradient-norm clip; 0 = off."""
@@ -168,6 +182,30 @@ class TrainConfig(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _schedule(self) -> TrainConfig:
+        given = [k for k in ("decay_start", "decay_steps") if getattr(self, k) is not None]
+        if self.schedule != "wsd":
+            if given:
+                raise ValueError(
+                    f"train.{given[0]} is for train.schedule: wsd (this one is {self.schedule})"
+                )
+            return self
+        if len(given) < 2:
+            raise ValueError("train.schedule: wsd needs train.decay_start and train.decay_steps")
+        assert self.decay_start is not None and self.decay_steps is not None
+        if self.decay_start < self.warmup_steps:
+            raise ValueError(
+                f"train.decay_start: {self.decay_start} is inside the warm-up "
+                f"(train.warmup_steps: {self.warmup_steps})"
+            )
+        if self.decay_start + self.decay_steps > self.steps:
+            raise ValueError(
+                f"train.decay_start + train.decay_steps = {self.decay_start + self.decay_steps} "
+                f"is past train.steps ({self.steps}): the decay must end by the last step"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _compile_stage(self) -> TrainConfig:
         if self.compile == "on" and self.zero_stage == 3:
             # ZeRO-3 gathers each layer's weights in module hooks around the forward; compiling
@@ -185,6 +223,13 @@ class EvalConfig(_Strict):
     generate_examples: int = Field(64, ge=0)
     """Held-out problems decoded greedily per benchmark; 0 = no generation evaluation."""
     max_new_tokens: int = Field(16, ge=1)
+    aux_gradient: bool = True
+    """The manipulation check of a loss with an auxiliary term (`trainables.worker.aux_gradient`):
+    at every report, its gradient against the cross-entropy's (`train/aux_grad_ratio`, …), one
+    forward and two backward passes on the next update's batch without touching the training
+    state. It holds two fp32 copies of the trainable parameters' gradients meanwhile; false
+    turns it off for a model that has no room for them. Losses without such a term never run
+    it."""
     scored_tokens: int | None = Field(None, ge=1)
     """Score exactly this many tokens of each teacher-forced split: the first N scored tokens
     in the split's order (deterministic), so runs and model sizes are compared at the same count

@@ -481,3 +481,58 @@ def test_a_rate_chosen_per_block_goes_with_the_block(tmp_path: Path) -> None:
         "del (lr=0.001)",
         "del (lr=0.01)",
     ]
+
+
+def test_the_manipulation_check_is_shown_for_the_arms_that_measured_it(tmp_path: Path) -> None:
+    """Issue 59: del reports ‖α∇aux‖/‖∇CE‖ and the turn at steps 0 and 100, mle none. The last
+    table shows, per arm that has them, step 0, the trapezoidal mean over the two reports (their
+    mean) and the final value, each as mean ± t(1)·sd/√2 over the two seeds; mle is named as
+    having nothing to check; the paired tests never include these metrics. (A store without
+    them, every earlier study's: no such table, as every other test here shows.)"""
+    acc, ratio, turn = "eval/test/digit_acc", "train/aux_grad_ratio", "train/aux_grad_turn_deg"
+    values = {  # trial -> metric -> (step 0, step 100)
+        "mle_s0": {acc: (0.10, 0.50)},
+        "mle_s1": {acc: (0.12, 0.56)},
+        "del_s0": {acc: (0.11, 0.52), ratio: (0.006, 0.034), turn: (0.3, 1.9)},
+        "del_s1": {acc: (0.10, 0.54), ratio: (0.008, 0.030), turn: (0.4, 1.5)},
+    }
+    rows, states = [], []
+    for k, (trial, metrics) in enumerate(values.items()):
+        loss, seed = trial.split("_s")
+        for metric, pair in metrics.items():
+            rows += [
+                (trial, 0, s, metric, v, at(10 * k + s))
+                for s, v in zip((0, 100), pair, strict=True)
+            ]
+        config = trial_config(loss=loss, seed=int(seed))
+        states.append(trial_row(trial, "TERMINATED", config, ts=at(500 + k)))
+    write_metric_rows(tmp_path, "hand", rows)
+    write_trial_states(tmp_path, "hand", states)
+    result = ablation(open_store(tmp_path), AblationSettings())
+    check = result.tables[-1]
+    assert check.name == "ablation_manipulation"
+    assert check.columns == [
+        "arm",
+        "‖∇aux‖/‖∇CE‖ (step 0)",
+        "‖∇aux‖/‖∇CE‖ (auc)",
+        "‖∇aux‖/‖∇CE‖ (final)",
+        "turn ° (step 0)",
+        "turn ° (auc)",
+        "turn ° (final)",
+    ]
+    expected = [
+        "del",
+        pm2(0.006, 0.008),
+        pm2((0.006 + 0.034) / 2, (0.008 + 0.030) / 2),
+        pm2(0.034, 0.030),
+        pm2(0.3, 0.4),
+        pm2((0.3 + 1.9) / 2, (0.4 + 1.5) / 2),
+        pm2(1.9, 1.5),
+    ]
+    assert md_rows(table_markdown(check)) == [expected]
+    assert "no auxiliary term, nothing to check: mle" in result.all_notes()
+    tested = [t for t in result.tables if t.name.endswith("_vs_baseline")]
+    assert tested and not any("aux_grad" in c for t in tested for c in t.columns)
+    # --metrics shows what it names, and nothing else
+    chosen = ablation(open_store(tmp_path), AblationSettings(metrics=[acc]))
+    assert "ablation_manipulation" not in [t.name for t in chosen.tables]

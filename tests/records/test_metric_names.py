@@ -171,3 +171,18 @@ def test_every_command_that_runs_trials_can_hold_the_summary_back():
     for argv in (["sweep", "s.yaml"], ["extend", "e", "--trials", "1"]):
         assert parse_args(argv).no_summary is False
         assert parse_args([*argv, "--no-summary"]).no_summary is True
+
+
+def test_the_manipulation_check_is_registered_and_reported_only_for_an_auxiliary_term():
+    for name in registry.AUX_GRADIENT_METRICS:
+        assert registry.family(name).pattern == name  # its own family, not train/{part}
+        assert registry.direction(name) is None  # a dose, not a goal: never ranked
+    # no loss part may take one of its names
+    assert {"aux_grad_ratio", "aux_grad_cos"} <= registry.TRAIN_RESERVED
+    with pytest.raises(KeyError, match="may not be named 'aux_grad_ratio'"):
+        registry.train_metric("aux_grad_ratio")
+    plain = registry.expand(["test"], [], ["ce", "aux"])
+    assert not set(registry.AUX_GRADIENT_METRICS) & set(plain)
+    checked = registry.expand(["test"], [], ["ce", "aux"], auxiliary=True)
+    assert set(registry.AUX_GRADIENT_METRICS) <= set(checked)
+    assert set(checked) - set(plain) == set(registry.AUX_GRADIENT_METRICS)

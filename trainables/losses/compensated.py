@@ -57,6 +57,7 @@ class CompensatedLoss(TokenLoss):
     name = "compensated"
     Params = CompensatedParams
     parts = ("ce", "log_confidence", "error_entropy", "self_alignment")
+    auxiliary = True
     definition = "CE + λ·log C from the CE decomposition of the batch"
 
     def forward(self, batch: Batch) -> LossOutput:
@@ -84,7 +85,7 @@ class CompensatedLoss(TokenLoss):
         ce = nll.sum() / batch.token_denominator
         # token-weighted share of this batch in the global batch (1 without a normalizer)
         share = batch.n_tokens.to(batch.dtype) / batch.token_denominator
-        loss = ce + lam * share * log_c
+        aux_term = lam * share * log_c
 
         with torch.no_grad():
             n = count.sum().clamp_min(1)
@@ -100,4 +101,6 @@ class CompensatedLoss(TokenLoss):
             "error_entropy": share * error_entropy,
             "self_alignment": share * self_alignment,
         }
-        return LossOutput(loss=loss, parts=parts, n_tokens=batch.n_tokens)
+        return LossOutput(
+            loss=ce + aux_term, parts=parts, n_tokens=batch.n_tokens, aux_term=aux_term
+        )

@@ -20,7 +20,9 @@ Each loss class declares its hyper-parameters once, as a pydantic model (`Params
 `params.LossParams` with defaults, allowed ranges and a docstring per field), the names of the
 parts it returns (`parts`), a one-line `definition` (the README's loss table), the non-tunable
 inputs it requires (`required_inputs`) and how it takes them from the model (`model_inputs`,
-e.g. EMO's frozen `cost_embedding`), and whether it needs digit tokens (`needs_digits`).
+e.g. EMO's frozen `cost_embedding`), whether it needs digit tokens (`needs_digits`), and whether
+it is the token cross-entropy plus an auxiliary term (`auxiliary`; then `LossOutput.aux_term`
+holds that term, weight included, so the worker can tell the two gradients apart).
 """
 
 from __future__ import annotations
@@ -52,12 +54,18 @@ class LossOutput:
         under a global `normalizer` the sum over micro-batches and ranks is the step's value.
     n_tokens: 0-dim long tensor, non-ignored shifted positions in this batch.
     n_digits: 0-dim long tensor, positions whose target is a digit (digit losses; else None).
+    aux_term: losses with `auxiliary` only (else None): the auxiliary term with its weight
+        (α·aux of the digit losses, λ·log C of `compensated`), differentiable, a contribution
+        like `loss`, such that `loss` = the token cross-entropy (the "ce" part) + `aux_term`.
+        `loss − aux_term` and `aux_term` are the two halves whose gradients the manipulation
+        check compares (`trainables.worker.aux_gradient`).
     """
 
     loss: torch.Tensor
     parts: dict[str, torch.Tensor]
     n_tokens: torch.Tensor
     n_digits: torch.Tensor | None = None
+    aux_term: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -104,8 +112,8 @@ class TokenLoss:
     """Base of every loss: checks inputs, shifts labels, counts tokens, returns LossOutput.
 
     Subclasses set `name`, `Params`, `parts`, `definition`, `needs_digits`, `required_inputs`
-    (with `model_inputs`) and implement `forward(batch) -> LossOutput`; the validated
-    hyper-parameters are `self.params` (an instance of `Params`).
+    (with `model_inputs`), `auxiliary`, and implement `forward(batch) -> LossOutput`; the
+    validated hyper-parameters are `self.params` (an instance of `Params`).
     """
 
     name: ClassVar[str] = ""
@@ -114,6 +122,11 @@ class TokenLoss:
     definition: ClassVar[str] = ""
     required_inputs: ClassVar[tuple[str, ...]] = ()
     needs_digits: ClassVar[bool] = False
+    auxiliary: ClassVar[bool] = False
+    """The loss is the token cross-entropy plus a weighted auxiliary term, which its output
+    gives as `LossOutput.aux_term`; the worker then measures that term's gradient against
+    the cross-entropy's at every evaluation (`train/aux_grad_ratio`, …). False for losses that
+    reweight or replace the cross-entropy (mle, mixce, emo): there is no term to measure."""
 
     def __init__(self, vocab: NumberVocab | None = None, **params: Any) -> None:
         if vocab is not None and not isinstance(vocab, NumberVocab):
@@ -219,6 +232,7 @@ class DigitLoss(TokenLoss):
 
     needs_digits = True
     parts = ("ce", "aux")
+    auxiliary = True
 
     def forward(self, batch: Batch) -> LossOutput:
         assert self.vocab is not None  # guaranteed by needs_digits
@@ -236,9 +250,15 @@ class DigitLoss(TokenLoss):
             aux_grad = torch.where(is_digit.unsqueeze(1), grad, 0.0) / denominator
         aux = with_gradient(digit_logits, aux_value, aux_grad)
         ce = nll.sum() / batch.token_denominator
-        loss = ce + float(self.params.alpha) * aux
+        aux_term = float(self.params.alpha) * aux
         parts = {"ce": ce.detach(), "aux": aux_value}
-        return LossOutput(loss=loss, parts=parts, n_tokens=batch.n_tokens, n_digits=n_digits)
+        return LossOutput(
+            loss=ce + aux_term,
+            parts=parts,
+            n_tokens=batch.n_tokens,
+            n_digits=n_digits,
+            aux_term=aux_term,
+        )
 
     def digit_term(
         self, digit_logits: torch.Tensor, digit: torch.Tensor, batch: Batch

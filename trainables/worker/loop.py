@@ -5,7 +5,9 @@ Every worker of a trial runs `train_loop_per_worker(config)` with the same plain
 restores its checkpoint if it has one (`trainables.worker.checkpoint`), trains with the trial's loss
 (token means over the *global* batch, so every loss is normalised the same way under gradient
 accumulation and data parallelism), evaluates every `eval.every` steps
-(`trainables.worker.evaluation`), and reports metrics (and checkpoints, every rank saving its own
+(`trainables.worker.evaluation`; and, for a loss with an auxiliary term, measures that term's
+gradient against the cross-entropy's: `trainables.worker.aux_gradient`), and reports metrics (and
+checkpoints, every rank saving its own
 DeepSpeed shard) through `ray.train.report`, each report with the trial's cost so far
 (`trainables.worker.trial_cost`). A restarted worker group resumes from the latest
 checkpoint at the same step and data position.
@@ -30,6 +32,7 @@ from trainables.config import TrialConfig
 from trainables.data.batching import collate
 from trainables.losses import target_counts
 from trainables.metrics.distributed import sum_across_ranks
+from trainables.worker.aux_gradient import aux_gradient_metrics
 from trainables.worker.checkpoint import TrialCheckpoint
 from trainables.worker.compile_step import pad_batch
 from trainables.worker.data_order import micro_batch_indices
@@ -59,6 +62,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         sizes[names.PARAMS_NON_EMBEDDING] = trial.sizes["non_embedding"]
         ran = {names.BF16: float(trial.bf16), names.COMPILED: float(trial.compiled)}
         metrics = {**sizes, **ran, names.TOKENS_SEEN: 0.0, **_evaluate(trial, 0, final=False)}
+        metrics.update(_aux_gradients(trial, 0))
         metrics.update(cost.metrics())
         checkpoint.report(0, metrics, save=False)
     timeline.mark("step0_report")
@@ -85,6 +89,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
                 names.TOKENS_SEEN: checkpoint.tokens_seen,
                 names.PEAK_MEM_MB: _peak_memory_mb(trial.device),
                 **_evaluate(trial, done, final),
+                **_aux_gradients(trial, done),
                 **timeline.take_metrics(),
                 **cost.metrics(),
             }
@@ -97,19 +102,7 @@ def train_step(trial: Trial, step: int) -> StepResult:
     """One optimizer step of `trial` over its global batch at `step` (all ranks)."""
     began = time.perf_counter()
     batches = micro_batches(trial, step)
-    # Global token / digit counts of this step, so each micro-batch's loss is its share of the
-    # token mean over the whole global batch (identical normalisation for every loss).
-    local = [target_counts(b["labels"], trial.vocab) for b in batches]
-    n_tokens, n_digits, n_inputs = sum_across_ranks(
-        [
-            float(sum(c["n_tokens"] for c in local)),
-            float(sum(c.get("n_digits", 0) for c in local)),
-            float(sum(b["attention_mask"].sum() for b in batches)),
-        ]
-    )
-    normalizer: dict[str, Any] = {"n_tokens": n_tokens, "n_digits": n_digits}
-    if trial.compiled:  # tensors, so that a new count is a new value, not a new graph
-        normalizer = {k: torch.tensor(v, device=trial.device) for k, v in normalizer.items()}
+    normalizer, n_tokens, n_inputs = global_counts(trial, batches)
     engine, parts = trial.engine, trial.loss_fn.parts
     totals = torch.zeros(1 + len(parts), dtype=torch.float64, device=trial.device)  # loss, parts
     own_norm = None
@@ -135,6 +128,27 @@ def train_step(trial: Trial, step: int) -> StepResult:
         grad_norm=float(norm) if norm is not None else float("nan"),
         seconds=time.perf_counter() - began,
     )
+
+
+def global_counts(
+    trial: Trial, batches: list[dict[str, torch.Tensor]]
+) -> tuple[dict[str, Any], float, float]:
+    """The loss's `normalizer` for one step whose micro-batches on this rank are `batches` (the
+    global batch's token and digit counts, so each micro-batch's loss is its share of the token
+    mean over the whole global batch: the same normalisation for every loss), and the global
+    batch's target tokens and non-padding input tokens. All ranks must call it."""
+    local = [target_counts(b["labels"], trial.vocab) for b in batches]
+    n_tokens, n_digits, n_inputs = sum_across_ranks(
+        [
+            float(sum(c["n_tokens"] for c in local)),
+            float(sum(c.get("n_digits", 0) for c in local)),
+            float(sum(b["attention_mask"].sum() for b in batches)),
+        ]
+    )
+    normalizer: dict[str, Any] = {"n_tokens": n_tokens, "n_digits": n_digits}
+    if trial.compiled:  # tensors, so that a new count is a new value, not a new graph
+        normalizer = {k: torch.tensor(v, device=trial.device) for k, v in normalizer.items()}
+    return normalizer, n_tokens, n_inputs
 
 
 def clip_gradients(model: torch.nn.Module, max_norm: float) -> float:
@@ -181,6 +195,17 @@ def _evaluate(trial: Trial, step: int, final: bool) -> dict[str, float]:
         rank=trial.rank,
         world_size=trial.world_size,
     )
+
+
+def _aux_gradients(trial: Trial, step: int) -> dict[str, float]:
+    """The manipulation check at a report after `step` updates (`trainables.worker.aux_gradient`):
+    on the global batch of the next update, at the current weights. Nothing for a loss without
+    an auxiliary term, or with `eval.aux_gradient` off. All ranks must call it."""
+    if not (trial.loss_fn.auxiliary and trial.config.eval.aux_gradient):
+        return {}
+    batches = micro_batches(trial, step)
+    normalizer, _, _ = global_counts(trial, batches)
+    return aux_gradient_metrics(trial.engine.module, trial.loss_fn, batches, normalizer)
 
 
 def _announce_compile(timeline: StartupTimeline, seconds: float) -> None:

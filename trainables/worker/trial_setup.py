@@ -1,5 +1,5 @@
 """Everything one worker of a trial trains with, built from its `TrialConfig`: model, tokenizer,
-loss, data and the DeepSpeed engine with the cosine schedule (`build_trial`)."""
+loss, data and the DeepSpeed engine with the learning-rate schedule (`build_trial`)."""
 
 from __future__ import annotations
 
@@ -150,13 +150,7 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
         model_parameters=[p for p in model.parameters() if p.requires_grad],
         config=ds_config,
         lr_scheduler=lambda opt: torch.optim.lr_scheduler.LambdaLR(
-            opt,
-            lambda s: lr_factor(
-                s,
-                steps=train.steps,
-                warmup_steps=train.warmup_steps,
-                min_lr_ratio=train.min_lr_ratio,
-            ),
+            opt, lambda s: lr_factor(s, train)
         ),
         dist_init_required=False,  # Ray Train already set up the process group
     )

@@ -1,6 +1,9 @@
 """The worker loop under real Ray Train + DeepSpeed (CPU, gloo), without Tune: global-batch
 normalisation makes data parallelism equal to gradient accumulation, ZeRO-3 (weights partitioned
-at construction) trains like ZeRO-2, and EMO's cost embedding stays frozen."""
+at construction) trains like ZeRO-2, and EMO's cost embedding stays frozen. The runs of `del`
+report the manipulation check at every evaluation (`train/aux_grad_*`): the same numbers one
+worker or two, ZeRO 0, 2 or 3, eager or compiled, and the value of a separate computation; and
+it changes nothing of the training (the plain-loop comparisons run without it)."""
 
 from __future__ import annotations
 
@@ -38,6 +41,14 @@ def ray_local():
     yield
     ray.shutdown()
 
+
+CHECK_KEYS = (
+    "train/aux_grad_ratio",
+    "train/aux_grad_cos",
+    "train/aux_grad_turn_deg",
+    "train/aux_grad_sign_flips",
+)
+"""The manipulation check's values (not its seconds)."""
 
 # Five steps of two micro-batches of 8, every step reported: the config of the runs that compare
 # step by step (the plain loop, data parallelism, the compiled step). With a launch time, each
@@ -120,6 +131,12 @@ def test_data_parallel_equals_gradient_accumulation_and_zero3(tmp_path, cache_di
             # Token means over the global batch: the same numbers up to float summation order.
             assert p[key] == pytest.approx(a[key], rel=1e-4), (a["step"], key)
             assert z[key] == pytest.approx(p[key], rel=1e-4), (a["step"], key)
+    # The manipulation check sums the micro-batches' and the ranks' gradients: the global
+    # batch's, whichever way it is split, also from ZeRO-3's partitioned weights.
+    for a, p, z in zip(accumulated, parallel, zero3, strict=True):
+        for key in CHECK_KEYS:
+            assert p[key] == pytest.approx(a[key], rel=1e-3, abs=1e-4), (a["step"], key)
+            assert z[key] == pytest.approx(p[key], rel=1e-3, abs=1e-4), (a["step"], key)
     assert parallel[-1]["eval/test/ce"] < 5.5  # it trained: ln(512) = 6.24 at initialisation
     # Tokens seen: every non-padding input token of the 5 global batches, counted here from the
     # examples' lengths in the data order every rank follows.
@@ -167,6 +184,9 @@ def test_a_numsweep_step_is_the_plain_pytorch_step(cache_dir, one_worker, zero_s
     }
     plain = plain_loop.train(config)
     assert [r["step"] for r in reports] == [0, 1, 2, 3, 4, 5]
+    # The run checked its DEL term at every report; the plain loop never does, so the equal
+    # losses, norms and weights below say the check left the training as it was.
+    assert all(0 < r["train/aux_grad_ratio"] < 10 and r["perf/aux_grad_s"] > 0 for r in reports)
     trained = reports[1:]  # eval.every=1: each report holds one step's loss and norm
     # Same forward and backward: the loss is the same number; DeepSpeed sums the norm in float64.
     assert [r["train/loss"] for r in trained] == pytest.approx(plain.loss, rel=1e-6)
@@ -201,6 +221,8 @@ def test_tiny_fine_tune_improves_held_out_digit_accuracy(tmp_path, cache_dir, ra
     }
     reports = run(tmp_path, cache_dir, "fine-tune", workers=1, config=config)
     assert [r["step"] for r in reports] == [0, 200, 400]
+    # mle has no auxiliary term: no manipulation check
+    assert not [k for r in reports for k in r if k.startswith("train/aux_grad")]
     start, end = reports[0], reports[-1]
     # Seen here: 0.19 -> 0.26 over 128 held-out problems (~770 digit positions); chance is 0.1.
     assert end["eval/test/digit_acc"] >= start["eval/test/digit_acc"] + 0.04
@@ -224,11 +246,55 @@ def test_a_compiled_step_matches_the_eager_step_and_repeats_exactly(
     assert eager[0]["perf/bf16"] == compiled[0]["perf/bf16"] == 0  # tiny: fp32 under auto
     assert compiled[1]["perf/startup/compile_s"] > 0
     assert "perf/startup/launched_at" in eager[1] and "perf/startup/compile_s" not in eager[1]
-    for key in ("train/loss", "train/ce", "train/aux", "train/grad_norm", "eval/test/ce"):
+    trained = ("train/loss", "train/ce", "train/aux", "train/grad_norm", "eval/test/ce")
+    for key in (*trained, *CHECK_KEYS):
         for e, c, a in zip(eager[1:], compiled[1:], again[1:], strict=True):
             assert c[key] == pytest.approx(e[key], rel=1e-4), key
             assert a[key] == c[key], key
     assert any(Path(cache_dir, "inductor").iterdir())  # the persistent compile cache
+
+
+@pytest.mark.slow
+def test_the_reported_check_is_a_separate_computations_value(cache_dir, one_worker):
+    """Step 0's reported check (ZeRO stage 0, the initial weights, the global batch of the first
+    update: two micro-batches of 8) against the same model and batch here, the two gradients by
+    two plain backward passes: ∇CE from `mle`, ∇(α·aux) = ∇(del) − ∇(mle)."""
+    from trainables.config import TrialConfig
+    from trainables.data.batching import collate
+    from trainables.losses import build_loss
+    from trainables.worker.data_order import micro_batch_indices
+    from trainables.worker.trial_inputs import (
+        check_tokenizer_for_loss,
+        load_model_and_tokenizer,
+        load_splits,
+    )
+
+    reports, _ = one_worker(0)
+    cfg = TrialConfig.model_validate({**STEPPED, "cache_dir": cache_dir})
+    model, tokenizer = load_model_and_tokenizer(cfg.model, cache_dir, seed=cfg.seed)
+    train = load_splits(cfg, tokenizer).train
+    order = {"seed": cfg.seed, "n_examples": len(train), "step": 0, "rank": 0, "world_size": 1}
+    indices = [
+        i
+        for micro in range(2)
+        for i in micro_batch_indices(**order, micro=micro, micro_batch_size=8, grad_accum=2)
+    ]
+    batch = collate([train[i] for i in indices], tokenizer.pad_token_id)  # the 16 as one batch
+    vocab = check_tokenizer_for_loss(tokenizer, "del")
+
+    def gradient(loss: str, **params) -> torch.Tensor:
+        model.zero_grad()
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        build_loss(loss, vocab, **params)(logits, batch["labels"]).loss.backward()
+        return torch.cat([p.grad.reshape(-1) for p in model.parameters()]).double()
+
+    g_ce = gradient("mle")
+    g_aux = gradient("del", **cfg.loss.params) - g_ce
+    ratio = float(g_aux.norm() / g_ce.norm())
+    cos = float(g_ce @ g_aux / (g_ce.norm() * g_aux.norm()))
+    assert reports[0]["step"] == 0
+    assert reports[0]["train/aux_grad_ratio"] == pytest.approx(ratio, rel=1e-3)
+    assert reports[0]["train/aux_grad_cos"] == pytest.approx(cos, rel=1e-3, abs=1e-4)
 
 
 def test_emo_cost_embedding_is_a_frozen_copy():
