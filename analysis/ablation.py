@@ -53,10 +53,11 @@ from analysis.seed_stats import (
 )
 from analysis.seed_values import SeedValues
 from analysis.selection import (
+    FINAL,
     ValueSpec,
     summary_direction,
 )
-from analysis.settings_flags import flag
+from analysis.settings_flags import METRICS_FLAG, flag
 from analysis.trial_costs import cost_lines, trial_costs
 from records.errors import ResultsError
 from records.metric_names import AUX_GRAD_RATIO, AUX_GRAD_TURN_DEG, direction, resolve
@@ -148,6 +149,9 @@ class AblationSettings(ArmSelection):
     the arm selection it shares with `power` (`analysis.arm_selection`) and its own, checked
     when made, in the order the command always checked them."""
 
+    metrics: tuple[str, ...] | None = field(default=None, metadata=METRICS_FLAG)
+    """Metric names or globs to tabulate (--metrics); None: the headline metrics (or every
+    held-out metric with `all_metrics`)."""
     all_metrics: bool = field(default=False, metadata=flag("--all"))
     """Every eval/ and gen/ metric in the store (--all) when `metrics` is None."""
     level: float = 0.95
