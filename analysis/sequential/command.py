@@ -37,6 +37,7 @@ from analysis.sequential.boundaries import Design, equal_fractions, group_sequen
 from analysis.sequential.design import Hypotheses
 from analysis.sequential.plan import Plan, plan
 from analysis.sequential.replay import ArmReplay, DesignChoice, Question, Replay, replay
+from analysis.sequential.small_n import check_seeds
 from analysis.settings_flags import ARMS_FLAG, flag
 from analysis.trial_costs import hours
 from records.errors import ResultsError
@@ -308,6 +309,11 @@ class ReplaySettings:
 
     def __post_init__(self) -> None:
         freeze_lists(self, ("treatments", "seeds", "by"))
+        try:
+            if self.seeds:
+                check_seeds(self.seeds)
+        except ValueError as err:
+            raise ResultsError(f"--seeds: {err}") from err
         looks = len(self.seeds) or self.looks
         _check_design(self.alpha, self.target_power, looks, self.spending)
         _positive(self.sesoi, "--sesoi")
