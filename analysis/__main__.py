@@ -113,6 +113,8 @@ def _results_once(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     """RESULTS positionally or as --results DIR (numsweep's spelling), once; a usage error
     (exit 2), as argparse's for a missing argument, when neither is given (but --points may be)
     or both differ."""
+    if not COMMANDS[args.command].reads_store:
+        return  # sequential: boundaries from numbers, no store
     flag = args.results_flag
     if flag is not None and args.results is not None and flag != args.results:
         parser.error(f"RESULTS {args.results} and --results {flag}: give one")

@@ -107,3 +107,13 @@ def test_json_output_of_every_command(golden: Path, capsys: pytest.CaptureFixtur
     half = math.tan(math.pi * 0.45) * 0.025
     assert (record["ci_low"], record["ci_high"]) == pytest.approx((1.025 - half, 1.025 + half))
     assert record["level"] == 0.9 and "90% CI" in doc["tables"][0]["title"]
+
+
+def test_a_command_that_reads_no_store_needs_no_results(capsys: pytest.CaptureFixture[str]) -> None:
+    """`sequential` computes boundaries from numbers alone: neither RESULTS nor --results is asked
+    for (the --results spelling's check once assumed every command read a store); its JSON's
+    `upper` holds one efficacy boundary per look, O'Brien–Fleming-type ones falling look by look."""
+    argv = ["sequential", "--looks", "3", "--alpha", "0.025", "--format", "json"]
+    assert main(argv) == 0
+    upper = json.loads(capsys.readouterr().out)["upper"]
+    assert len(upper) == 3 and upper[0] > upper[1] > upper[2]
