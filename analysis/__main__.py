@@ -1,6 +1,7 @@
-"""Command line: `python -m analysis {ablation,entropy,scaling,search,power,plateau,predict,report}
-RESULTS [options]`; `scaling`, `predict` and `report` also read a points table instead
-(`--points FILE`, CSV or Parquet, no RESULTS).
+"""Command line: `python -m analysis {ablation,entropy,scaling,search,power,plateau,predict,
+sequential-replay,report} RESULTS [options]`; `scaling`, `predict` and `report` also read a points
+table instead (`--points FILE`, CSV or Parquet, no RESULTS); `sequential` reads nothing (a
+design's boundaries from its options).
 
 Tables go to stdout: Markdown by default; `--format csv` prints the numbers and sends the header
 and notes to stderr; `--format json` prints everything (header, settings, notes, every table's
@@ -48,6 +49,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _add_inputs(p: argparse.ArgumentParser, name: str, spec: Command) -> None:
     """What a command reads (RESULTS, --experiment; --points and its columns) and --format:
     the options that are not settings."""
+    if not spec.reads_store:
+        p.add_argument("--format", choices=FORMATS, default="md", help="output format")
+        return
     p.add_argument(
         "results",
         metavar="RESULTS",
@@ -131,7 +135,9 @@ def run(argv: Sequence[str] | None = None) -> tuple[Result | None, str, str]:
     settings = _settings(args, spec)
     _check_inputs(args)
     points = getattr(args, "points", None)
-    if points is not None and not spec.opens_source:
+    if not spec.reads_store:
+        out = call(settings, "")
+    elif points is not None and not spec.opens_source:
         out = _points_run(args, settings)
     else:
         out = call(settings, points or args.results, split_list(args.experiment))

@@ -29,6 +29,9 @@ class Command:
     opens_source: bool = False
     """The function opens RESULTS (or a points table) itself, reading the experiments from its
     settings' `experiments`, instead of taking an open store."""
+    reads_store: bool = True
+    """False: the command reads no RESULTS (a design's boundaries); its function takes the
+    settings alone."""
 
     def load(self, which: str) -> Any:
         module, name = getattr(self, which).split(":")
@@ -75,6 +78,18 @@ COMMANDS = {
         points=True,
         opens_source=True,
     ),
+    "sequential": Command(
+        "group-sequential boundaries on the z scale and, from a spread, seeds against the fixed "
+        "design's",
+        "analysis.sequential.command:SequentialSettings",
+        "analysis.sequential.command:sequential",
+        reads_store=False,
+    ),
+    "sequential-replay": Command(
+        "where a sequential design would have stopped on a store already run, and its cost",
+        "analysis.sequential.command:ReplaySettings",
+        "analysis.sequential.command:sequential_replay",
+    ),
     "report": Command(
         "all of the above as one static HTML page with figures and table files",
         "analysis.report:ReportSettings",
@@ -96,9 +111,12 @@ def command_of(settings: Any) -> str:
 
 def call(settings: Any, results: str, experiments: Sequence[str] = ()) -> Result | Path:
     """The analysis library's call behind a command line: `settings`' command on the results
-    store at `results` (a path or URI), its `experiments` (empty: all). The report command
-    returns the page's path, every other command its result. Raises ResultsError."""
+    store at `results` (a path or URI), its `experiments` (empty: all); a command that reads no
+    store ignores both. The report command returns the page's path, every other command its
+    result. Raises ResultsError."""
     spec = COMMANDS[command_of(settings)]
+    if not spec.reads_store:
+        return spec.load("function")(settings)
     chosen = split_list(experiments)
     if spec.opens_source:
         chosen_here = replace(settings, experiments=tuple(chosen) or settings.experiments)
@@ -110,6 +128,9 @@ def command_line(
     command: str, source: str, settings: Any, experiments: Sequence[str] = ()
 ) -> list[str]:
     """The `python -m analysis` arguments that run `command` on `source` (RESULTS) with
-    `settings` (each field off its default a flag): what a study's index lists."""
+    `settings` (each field off its default a flag): what a study's index lists. A command that
+    reads no store takes neither `source` nor experiments."""
+    if not COMMANDS[command].reads_store:
+        return [command, *as_flags(settings)]
     picked = [arg for e in experiments for arg in ("--experiment", e)]
     return [command, source, *picked, *as_flags(settings)]

@@ -176,6 +176,9 @@ class Result:
     figure_data: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     """The options that shaped the numbers (level, correction and its family, ...), for JSON."""
+    summary: dict[str, Any] = field(default_factory=dict)
+    """The command's answer as a few top-level JSON keys beside the tables (`sequential`'s
+    `upper`, a replay's `decision`), for scripts to read without walking the tables."""
 
     def all_notes(self) -> list[str]:
         """Result notes then table notes, without repeats."""
@@ -339,8 +342,9 @@ def _plain(value: Any) -> Any:
 
 
 def result_json(result: Result) -> str:
-    """The whole result as one JSON document: title, header, settings, notes, and every table
-    with its display cells and its full-precision records (the numbers a README quotes)."""
+    """The whole result as one JSON document: title, header, settings, notes, every table with
+    its display cells and its full-precision records (the numbers a README quotes), and the
+    result's summary keys at the top level."""
     doc = {
         "command": result.command,
         "title": result.title,
@@ -359,6 +363,10 @@ def result_json(result: Result) -> str:
             for t in result.tables
         ],
     }
+    clash = sorted(set(result.summary) & set(doc))
+    if clash:
+        raise ValueError(f"summary keys {clash} would overwrite the JSON document's own")
+    doc.update(result.summary)
     # Compact: with `indent` json falls back to its pure-Python encoder (seconds on a report of
     # hundreds of arms); `python -m json.tool` or jq pretty-print it.
     return json.dumps(_plain(doc), ensure_ascii=False, allow_nan=False) + "\n"

@@ -21,6 +21,7 @@ from analysis.scaling.settings import ScalingSettings
 from analysis.scaling.table_points import TableColumns
 from analysis.search import SearchSettings
 from analysis.selection import ValueSpec, parse_value
+from analysis.sequential.command import ReplaySettings, SequentialSettings
 from analysis.settings_flags import from_flags, options
 from records.errors import ResultsError
 
@@ -79,6 +80,31 @@ OFF_DEFAULT = {
         n=1.5e9, d=3e10, columns=TableColumns(n="params", d="tokens"), n_boot=200, seed=7
     ),
     "report": ReportSettings(out="out/report", plateau=True, n_boot=100, level=0.8),
+    "sequential": SequentialSettings(
+        looks=4,
+        alpha=0.025,
+        spending="pocock",
+        target_power=0.9,
+        no_futility=True,
+        sd=0.014,
+        sesoi=0.02,
+        hypotheses="superiority",
+    ),
+    "sequential-replay": ReplaySettings(
+        metric="eval/test/digit_acc",
+        sesoi=0.02,
+        value=parse_value("last:3"),
+        reference="mle",
+        treatments=("del (alpha=0.01)", "del (alpha=0.2)"),
+        seeds=(3, 6),
+        alpha=0.025,
+        spending="pocock",
+        target_power=0.9,
+        no_futility=True,
+        hypotheses="equivalence",
+        direction="max",
+        by=("loss", "lr"),
+    ),
 }
 
 
@@ -88,10 +114,11 @@ def test_settings_written_as_flags_parse_back_to_themselves(command: str) -> Non
     settings = OFF_DEFAULT[command]
     argv = command_line(command, "results", settings)
     assert parsed(argv) == settings, argv
-    # And the defaults are no flags at all.
+    # And the defaults are no flags at all (nor a RESULTS for a command that reads none).
+    source = ["results"] if COMMANDS[command].reads_store else []
     assert command_line(command, "results", type(settings)(**_required(settings))) == [
         command,
-        "results",
+        *source,
         *_required_flags(command, settings),
     ]
 
@@ -105,9 +132,11 @@ def _required(settings: object) -> dict:
 
 
 def _required_flags(command: str, settings: object) -> list[str]:
-    return {"power": ["--delta", "0.02"], "predict": ["--n", "1500000000.0"]}.get(
-        command, ["--out", "out/report"] if command == "report" else []
-    )
+    return {
+        "power": ["--delta", "0.02"],
+        "predict": ["--n", "1500000000.0"],
+        "sequential-replay": ["--metric", "eval/test/digit_acc", "--sesoi", "0.02"],
+    }.get(command, ["--out", "out/report"] if command == "report" else [])
 
 
 def test_flags_by_hand_make_the_settings_the_flags_name() -> None:
