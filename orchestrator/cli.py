@@ -4,6 +4,7 @@
     numsweep extend E --trials N [--results DIR] [--verbose]
     numsweep status E [--results DIR]
     numsweep compact E [--results DIR]
+    numsweep study {run,status,report,replay} FILE …   (orchestrator.study.commands)
 
 `sweep` on an experiment that already exists under the results root resumes it (unfinished and
 errored trials continue from their last checkpoint); where its Ray state is not there (a fresh
@@ -25,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from orchestrator.study.commands import add_study_parser, cmd_study
 from orchestrator.sweep.sweep_file import SweepConfig, SweepFileError, load_sweep
 from records.errors import ResultsError
 
@@ -77,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact = sub.add_parser("compact", help="merge an experiment's Parquet parts")
     compact.add_argument("experiment")
     results(compact)
+    add_study_parser(sub)
     return parser
 
 
@@ -381,7 +384,13 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"sweep": cmd_sweep, "extend": cmd_extend, "status": cmd_status, "compact": cmd_compact}
+COMMANDS = {
+    "sweep": cmd_sweep,
+    "extend": cmd_extend,
+    "status": cmd_status,
+    "compact": cmd_compact,
+    "study": cmd_study,
+}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
