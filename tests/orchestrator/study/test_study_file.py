@@ -11,6 +11,9 @@ import yaml
 
 from orchestrator.cli import main
 from orchestrator.study.study_file import load_study
+from tests.sweep_runs import ROOT
+
+SHIPPED = sorted((ROOT / "studies").glob("*/study.yaml"))
 
 STUDY = {
     "question": "Is DEL equivalent to MLE?",
@@ -109,3 +112,10 @@ def test_the_content_hash_follows_what_the_file_says_not_its_layout(tmp_path):
     assert load_study(path).content_hash() == first
     path.write_text(yaml.safe_dump({**STUDY, "sesoi": 0.4}))
     assert load_study(path).content_hash() != first
+
+
+def test_the_shipped_study_files_validate():
+    assert {p.parent.name for p in SHIPPED} >= {"del_pretrained", "del_plateau"}
+    for path in SHIPPED:
+        study = load_study(path)
+        assert study.sweep.experiment.endswith("-main") and study.spec.design.seeds is not None
