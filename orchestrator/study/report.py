@@ -28,6 +28,7 @@ from orchestrator.study.pilot import question
 from orchestrator.study.registration import read_registration
 from orchestrator.study.sizing import MainDesign
 from orchestrator.study.study_file import Study
+from records.errors import ResultsError
 from records.reader import Store, open_store
 
 
@@ -92,6 +93,22 @@ def _tables(result: Result, r: Replay, secondaries: list[dict[str, Any]], alpha:
         result.tables.append(records_table("secondary", title, cols, secondaries))
 
 
+def _cost_line(r: Replay, design: MainDesign, pilot_h: float) -> str:
+    """Trial-hours of the pairs the decision used, against the design's maximum and the fixed
+    design's (both priced at the pilot's cost per seed)."""
+    used = "—" if r.hours is None else f"{r.hours:.3g}"
+    stored = "" if r.fixed_hours in (None, r.hours) else f" ({r.fixed_hours:.3g} h stored)"
+    fixed = (
+        "—"
+        if design.fixed_hours is None
+        else f"{design.fixed_seeds} seeds, {design.fixed_hours:.3g} h"
+    )
+    return (
+        f"cost: {used} trial-hours for the {r.seeds} pairs used{stored}, +{pilot_h:.3g} h of "
+        f"pilot; the design's maximum {design.max_hours:.3g} h; the fixed design {fixed}"
+    )
+
+
 def study_report(root: str, study: Study) -> Result:
     """The stopped study's report; StudyError while it has not stopped (blind)."""
     record = read_registration(root, study)
@@ -100,7 +117,10 @@ def study_report(root: str, study: Study) -> Result:
             f"study {study.experiment}: not registered under {root}: nothing to report"
         )
     design = MainDesign.from_json(record["design"])
-    r = judge(root, study, design)
+    try:
+        r = judge(root, study, design)
+    except ResultsError as err:  # no look's pairs yet
+        raise StudyError(f"study {study.experiment}: it has not stopped ({err})") from err
     if not r.stopped:
         raise StudyError(
             f"study {study.experiment}: it has not stopped (look {r.look} of {len(design.seeds)}); "
@@ -116,20 +136,14 @@ def study_report(root: str, study: Study) -> Result:
     result.header += [
         f"decision: {r.decision} at look {r.look} of {len(design.seeds)} ({r.seeds} paired "
         f"seeds; looks at {', '.join(map(str, design.seeds))}, {design.spending})",
-        f"cost: {r.fixed_hours:.3g} trial-hours in the main stage (+{pilot_h:.3g} pilot); the "
-        f"design's maximum {design.max_hours:.3g} h; the fixed design "
-        + (
-            "—"
-            if design.fixed_hours is None
-            else f"{design.fixed_seeds} seeds, {design.fixed_hours:.3g} h"
-        ),
+        _cost_line(r, design, pilot_h),
         f"registered {record['registered_at']}, revision {record['code']['git_revision']}"
         + (" (with uncommitted changes)" if record["code"]["dirty"] else "")
         + f", study file hash {record['content_hash'][:12]}",
     ]
     result.notes = base.notes
     result.summary = {
-        **r.as_summary(), "hours": r.fixed_hours, "pilot_hours": pilot_h,
+        **r.as_summary(), "stored_hours": r.fixed_hours, "pilot_hours": pilot_h,
         "fixed_seeds": design.fixed_seeds, "fixed_hours": design.fixed_hours,
         "max_hours": design.max_hours, "arms": _arm_records(r), "secondaries": secondaries,
         "registration": record,
