@@ -24,22 +24,24 @@ class Launch:
 
 
 def runs_left(sweep: SweepConfig, root: str, name: str) -> list[TuneRun]:
-    """The Tune run `name` that runs `sweep`'s grid arms not finished in the store, or none.
-    Its Ray state there (an interrupted run of it): Tune restores it, unfinished and errored
-    trials continue; else only the arms without a finished trial run (the store's resume rule)."""
+    """The Tune run `name` (never the sweep's own name) for `sweep`'s grid arms that have no
+    finished trial in the store; none when every arm has one. An interrupted run of it (its Ray
+    state is there) is restored by Tune: unfinished and errored trials continue from their
+    checkpoints; else only the arms missing from the store run (the store's resume rule)."""
     from ray import tune
 
     from orchestrator.store_resume import store_resume
 
-    paths = ExperimentPaths(root, sweep.experiment)
     whole = tune_runs(sweep)[0]
-    run = dataclasses.replace(whole, name=name)
-    if tune.Tuner.can_restore(run.storage(paths)):
-        return [run]
-    left = store_resume(sweep, root)  # the sweep's own run is never stored: arms by the store
-    if left is None:  # cannot be: its own run (tune_runs(sweep)[0]) is never started
-        return [run]
-    return [dataclasses.replace(r, name=name) for r in left.runs]
+    if name == whole.name:
+        raise ValueError(f"a study's Tune run is named apart from its experiment, got {name!r}")
+    left = store_resume(sweep, root)  # the sweep's own run never ran: the store decides
+    if left is None or not left.runs:
+        return []
+    run = dataclasses.replace(left.runs[0], name=name)
+    if tune.Tuner.can_restore(run.storage(ExperimentPaths(root, sweep.experiment))):
+        return [dataclasses.replace(whole, name=name)]
+    return [run]
 
 
 def run_trials(manifest_sweep: SweepConfig, root: str, runs: list[TuneRun], how: Launch) -> int:

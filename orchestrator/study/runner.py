@@ -37,7 +37,7 @@ def _preflight(study: Study) -> None:
 def _pilot(root: str, study: Study, how: Launch) -> PilotSummary | None:
     """The pilot's summary, running whatever of the pilot the store lacks; None: trials failed."""
     sweep = pilot_sweep(study)
-    runs = runs_left(sweep, root, study.pilot_experiment)
+    runs = runs_left(sweep, root, f"{study.pilot_experiment}-run")
     if runs:
         print(
             f"numsweep: study {study.experiment}: pilot, {len(study.spec.pilot.seeds)} seeds "
