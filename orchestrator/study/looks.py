@@ -81,11 +81,13 @@ def run_main(root: str, study: Study, design: MainDesign, how: Launch) -> LookOu
         except ResultsError as err:  # not even the first look's pairs: a trial did not finish
             print(f"numsweep: study {study.experiment}: look {k} cannot be judged: {err}")
             return LookOutcome(None, 0)
-        if r.look < k:  # fewer pairs than the look needs: a trial did not finish
+        # r judges every look the store's pairs reach: k's, or a later one when a resumed study
+        # finds more pairs stored; fewer than look k needs: a trial did not finish
+        if r.look < k:
             return LookOutcome(r, 0)
         _record(root, study, r)
         print(
-            f"numsweep: study {study.experiment}: look {k} taken ({n} paired seeds): "
+            f"numsweep: study {study.experiment}: look {r.look} taken ({r.seeds} paired seeds): "
             + ("stopped" if r.stopped else "no decision, going on")
         )
         if r.stopped:
