@@ -14,6 +14,7 @@ ran): where it would have stopped and at what cost (analysis.sequential.command)
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from scipy import stats
@@ -97,7 +98,8 @@ def _cost_line(r: Replay, design: MainDesign, pilot_h: float) -> str:
     """Trial-hours of the pairs the decision used, against the design's maximum and the fixed
     design's (both priced at the pilot's cost per seed)."""
     used = "—" if r.hours is None else f"{r.hours:.3g}"
-    stored = "" if r.fixed_hours in (None, r.hours) else f" ({r.fixed_hours:.3g} h stored)"
+    same = r.fixed_hours is None or r.hours is None or math.isclose(r.fixed_hours, r.hours)
+    stored = "" if same else f" ({r.fixed_hours:.3g} h stored)"
     fixed = (
         "—"
         if design.fixed_hours is None
