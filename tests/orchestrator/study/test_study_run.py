@@ -91,6 +91,7 @@ def study_run(tmp_path_factory):
     started = time.monotonic()
     _interrupted_after_look_1(study, results, tmp / "first.log")
     status = numsweep("study", "status", study, "--results", results)
+    (tmp / "status.txt").write_text(status.stdout)  # kept with the run, for reading after it
     report = numsweep("study", "report", study, "--results", results)
     main_after_kill = _trials(results, EXPERIMENT)
     pilot_ids = sorted(_trials(results, f"{EXPERIMENT}-pilot")["trial_id"].to_list())
