@@ -27,7 +27,8 @@ TEST_WORKERS ?= 2
 .PHONY: venv demo test lint format bench docs clean smollm smollm-demo s3-server chromium \
 	study-del study-del-report study-scaling study-scaling-report \
 	study-del-plateau study-del-plateau-report study-scaling-code study-scaling-code-gate \
-	study-scaling-code-report study-del-pretrained study-del-pretrained-report
+	study-scaling-code-report study-del-pretrained study-del-pretrained-report \
+	study-del-pretrained-replay study-del-plateau-replay
 
 venv: $(VENV)/.installed
 
@@ -167,6 +168,11 @@ study-del-plateau: venv
 
 study-del-plateau-report: venv
 	$(RUN) $(PLATEAU_STUDY)/tables.py $(PLATEAU_PILOT) $(PLATEAU_RESULTS) $(PLATEAU_STUDY)/report
+	$(MAKE) study-del-plateau-replay
+
+# Study 3's question as a study file, its looks at 3 and 6 pairs replayed on the committed store.
+study-del-plateau-replay: venv
+	$(RUN) -m orchestrator study replay $(PLATEAU_STUDY)/study.yaml --from $(PLATEAU_RESULTS)
 
 CODE_STUDY := studies/scaling_code
 CODE_RESULTS := $(CODE_STUDY)/results
@@ -228,3 +234,11 @@ study-del-pretrained: smollm
 study-del-pretrained-report: venv
 	$(RUN) $(PRETRAINED_STUDY)/tables.py $(PRETRAINED_PILOT) $(PRETRAINED_RESULTS) \
 	    $(PRETRAINED_STUDY)/report
+	$(MAKE) study-del-pretrained-replay
+
+# The study's question as a study file (study.yaml), its sequential design (looks at 3, 6, 9
+# pairs) replayed on the committed store in the order the seeds ran: where it would have stopped
+# and at what cost (README, "Replayed as a sequential study"; docs/studies.md). The study ran
+# before `numsweep study run` existed (two pilots, a fixed design): replay is what fits it.
+study-del-pretrained-replay: venv
+	$(RUN) -m orchestrator study replay $(PRETRAINED_STUDY)/study.yaml --from $(PRETRAINED_RESULTS)

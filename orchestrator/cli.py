@@ -1,4 +1,4 @@
-"""Command line: `numsweep {sweep,extend,status,compact,analyze,completion}` (also `python -m
+"""Command line: `numsweep {sweep,extend,status,compact,analyze,completion,study}` (also `python -m
 orchestrator …`).
 
     numsweep sweep CONFIG [KEY=VALUE …] [--results DIR] [--name E] [--dry-run] [--print-config]
@@ -7,6 +7,7 @@ orchestrator …`).
     numsweep compact E [--results DIR]
     numsweep analyze COMMAND RESULTS [options]     (= python -m analysis COMMAND …)
     numsweep completion bash                       (a bash completion script, from the parser)
+    numsweep study {run,status,report,replay} FILE …   (orchestrator.study.commands)
 
 An experiment may be named positionally or as `--experiment E`, and `python -m analysis` takes
 `--results DIR` as well as its positional RESULTS, so `--results DIR --experiment E` is one
@@ -38,6 +39,7 @@ import yaml
 
 from analysis.cli_conventions import add_version
 from orchestrator.completion import CompletableParser
+from orchestrator.study.commands import add_study_parser, cmd_study
 from records.errors import ResultsError
 
 if TYPE_CHECKING:  # the sweep schema imports torch: a base (analysis-only) install has none
@@ -99,6 +101,7 @@ def build_parser() -> CompletableParser:
     compact = command("compact", "merge an experiment's Parquet parts")
     _experiment_arg(compact)
     _results_flags(compact)
+    add_study_parser(sub)
     command("analyze", "tables, fits and the report (python -m analysis): analyze --help")
     completion = command("completion", "print a shell completion script")
     completion.add_argument("shell", choices=("bash",), help="the shell")
@@ -457,6 +460,7 @@ COMMANDS = {
     "status": cmd_status,
     "compact": cmd_compact,
     "completion": cmd_completion,
+    "study": cmd_study,
 }
 
 

@@ -17,13 +17,15 @@ STUDIES = ROOT / "studies"
 # Run with overrides on the command line (Makefile): the best setting of the search, the rates
 # chosen by the learning-rate grid. Their manifests hold those, the files do not.
 WITH_OVERRIDES = {"del_cpu/confirm.yaml", "scaling_code/gate.yaml"}
+STUDY_FILE = "study.yaml"
+"""A study's study file (`numsweep study`, docs/studies.md): it names a sweep file, is not one."""
 
 
 def committed_runs() -> list[tuple[Path, Path]]:
     """(sweep file, results root) of every study experiment whose manifest is committed."""
     runs = []
     for path in sorted(STUDIES.rglob("*.yaml")):
-        if str(path.relative_to(STUDIES)) in WITH_OVERRIDES:
+        if str(path.relative_to(STUDIES)) in WITH_OVERRIDES or path.name == STUDY_FILE:
             continue
         experiment = load_sweep(path).experiment
         for results in (path.parent / "results", path.parent / "pilot" / "results"):

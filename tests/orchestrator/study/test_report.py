@@ -1,0 +1,97 @@
+"""`numsweep study report` and `status` on a registered study whose main stage is in the store:
+study 5's committed store, registered here with study 5's study file (a pilot summary written by
+hand: the report reads the registered design, not the pilot). The report's decision is the
+replay's; its secondaries are paired t-tests on the 6 pairs the decision used (seeds 0–5, which
+ran first in both arms) with Holm's adjustment, checked against scipy's `ttest_rel` and
+statsmodels' Holm; the report is refused while the study has not stopped. Fast: no Ray."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from orchestrator.cli import main
+from orchestrator.study.pilot import PilotArm, PilotSummary
+from orchestrator.study.registration import register
+from orchestrator.study.sizing import size_design
+from orchestrator.study.study_file import load_study
+from records.reader import load_trials, open_store, read_latest
+from tests.sweep_runs import ROOT
+
+STUDY = ROOT / "studies" / "del_pretrained" / "study.yaml"
+STORE = ROOT / "studies" / "del_pretrained" / "results"
+PILOT = PilotSummary("p", 3, (PilotArm("del", "mle", 3, -0.001, 0.0035),), 1.2, 0.4)
+
+
+@pytest.fixture
+def registered(tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(STORE, results)
+    study = load_study(STUDY)
+    register(str(results), study, PILOT, size_design(study, PILOT))
+    return results
+
+
+def _finals(results, metric: str, seeds: range) -> np.ndarray:
+    """del − mle of `metric`'s final value on each seed of `seeds` (independently of the
+    replay: the store's rows, the trials' loss and seed)."""
+    store = open_store(results, ["del-pretrained-main"])
+    latest, _ = read_latest(store, [metric])
+    last = latest.sort("step").group_by("trial_id").agg(pl.col("value").last())
+    rows = last.join(load_trials(store).select("trial_id", "loss", "seed"), on="trial_id")
+    value = {(r["loss"], r["seed"]): r["value"] for r in rows.iter_rows(named=True)}
+    return np.array([value[("del", s)] - value[("mle", s)] for s in seeds])
+
+
+def test_the_report_of_a_stopped_study(registered, capsys):
+    assert (
+        main(["study", "report", str(STUDY), "--results", str(registered), "--format", "json"]) == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["decision"], doc["look"], doc["seeds"]) == ("equivalent", 2, 6)
+    assert doc["hours"] == pytest.approx(2.705, abs=1e-3)  # the 12 trials of seeds 0-5
+    assert doc["fixed_hours"] == pytest.approx(PILOT.hours_per_seed * doc["fixed_seeds"])
+    assert doc["registration"]["pilot"]["sd"] == 0.0035
+    ps = []
+    for row in doc["secondaries"]:
+        d = _finals(registered, row["metric"], range(6))
+        assert row["mean_diff"] == pytest.approx(d.mean())
+        if np.ptp(d) == 0:
+            assert row["p"] is None
+            continue
+        p = stats.ttest_1samp(d, 0.0).pvalue  # = ttest_rel(del, mle)
+        assert row["p"] == pytest.approx(p)
+        ps.append((row, p))
+    holm = multipletests([p for _, p in ps], method="holm")[1]
+    assert [r["p_holm"] for r, _ in ps] == pytest.approx(list(holm))
+    assert main(["study", "report", str(STUDY), "--results", str(registered)]) == 0
+    md = capsys.readouterr().out
+    assert "decision: equivalent at look 2 of 3" in md and "## secondary" in md
+
+
+def test_status_shows_no_value_and_the_report_waits_for_a_stop(registered, capsys, tmp_path):
+    assert main(["study", "status", str(STUDY), "--results", str(registered)]) == 0
+    text = capsys.readouterr().out
+    assert "looks at 3, 6, 9 paired seeds" in text and "9 of 9 paired seeds complete" in text
+    store = open_store(registered, ["del-pretrained-main"])
+    latest, _ = read_latest(store, ["gen/mathgen/exact_match"])
+    values = latest.filter(pl.col("step") == 200)["value"]
+    assert values.len() == 18  # each arm's, each seed's
+    for value in values:
+        assert f"{value:.3g}" not in text and f"{value:.4f}" not in text
+    # the same registration over a store of the first 2 seeds only: not stopped, no report
+    few = tmp_path / "few"
+    shutil.copytree(registered, few)
+    trials = load_trials(open_store(few, ["del-pretrained-main"]))
+    kept = trials.filter(pl.col("seed") < 2)["trial_id"].to_list()
+    for table in ("metrics", "trials"):
+        for part in (few / table).rglob("*.parquet"):
+            pl.read_parquet(part).filter(pl.col("trial_id").is_in(kept)).write_parquet(part)
+    assert main(["study", "report", str(STUDY), "--results", str(few)]) == 2
+    assert "has not stopped" in capsys.readouterr().err
