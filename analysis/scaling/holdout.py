@@ -22,7 +22,7 @@ import numpy as np
 
 from analysis.scaling.cells import Cells
 from analysis.scaling.checks import canonical
-from analysis.scaling.huber import JointFit, fit_huber
+from analysis.scaling.forms import JointForm
 from analysis.scaling.joint import JointBootstrap, bootstrap_joint, predict_with
 from analysis.scaling.powerlaw import NotEnoughData, distinct_count, fit_power_law
 from analysis.seed_stats import t_quantile
@@ -36,21 +36,12 @@ HOLDOUT_BUDGET = 2.0
 """The joint fit's check holds out the cells with C above the largest C / this."""
 
 
-def fit_n_as_joint(
-    n: np.ndarray, d: np.ndarray, m: np.ndarray, *, starts: list[np.ndarray] | None = None
-) -> JointFit:
-    """M = E + A·N^−α by the Huber loss (huber.fit_huber; `d` unused) as the joint form with
-    B = 0, so one bootstrap and one prediction path serve both forms."""
-    f = fit_huber(n, m, starts=None if starts is None else [s[:3] for s in starts])
-    return JointFit(
-        f.E, f.A, f.alpha, 0.0, 1.0, f.loss, f.n_points, f.starts, f.agree, (*f.theta, 0.0, 1.0)
-    )
-
-
-def bootstrap_n(cells: Cells, *, n_boot: int, seed: int) -> JointBootstrap:
-    """The Huber fit of M = E + A·N^−α bootstrapped over cells like the joint form
-    (fit_n_as_joint); NotEnoughData when the cells cannot support it."""
-    return bootstrap_joint(cells, n_boot=n_boot, seed=seed, fit=fit_n_as_joint)
+def bootstrap_n(
+    cells: Cells, *, n_boot: int, seed: int, form: JointForm | None = None
+) -> JointBootstrap:
+    """The Huber fit of M = E + A·N^−α bootstrapped over cells like the joint form (the joint
+    form with B = 0); NotEnoughData when the cells cannot support it."""
+    return bootstrap_joint(cells, n_boot=n_boot, seed=seed, form=form or JointForm(n_only=True))
 
 
 def prediction(
@@ -99,10 +90,11 @@ def holdout_cells(
     level: float,
     seed: int,
     k: float = 6.0,
+    joint_form: JointForm | None = None,
 ) -> dict:
     """Refit the bootstrapped form without the largest cells and check its predictions of them:
     "joint" holds out the largest compute budget, "huber" (a line: x in `cells.n`) its largest
-    x, named by `axis`."""
+    x, named by `axis`; `joint_form` is the form fitted (default: every parameter free)."""
     if form == "joint":
         c = cells.n * cells.d
         largest = c > c.max() / HOLDOUT_BUDGET
@@ -111,9 +103,11 @@ def holdout_cells(
         largest = cells.n == cells.n.max()
         held = f"{axis} = {cells.n.max():.3g}"
     train, test = cells.subset(~largest), cells.subset(largest)
-    fit = bootstrap_joint if form == "joint" else bootstrap_n
+    chosen = joint_form or JointForm()
+    if form != "joint":
+        chosen = chosen if chosen.n_only else chosen.line_form()
     try:
-        boot = fit(train, n_boot=n_boot, seed=seed)
+        boot = bootstrap_joint(train, n_boot=n_boot, seed=seed, form=chosen)
     except NotEnoughData as err:
         return {
             **dict.fromkeys(HOLDOUT_KEYS),
