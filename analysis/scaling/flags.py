@@ -5,7 +5,10 @@ table's `flags` column and the report show (the residual figure beside them):
   says no run can get there, yet one did);
 - the compute-optimal loss it predicts at 10× the largest compute is worse than a loss already
   observed (more compute would make things worse: the form does not describe the points);
-- its held-out check missed (observed values outside their prediction intervals);
+- its log residuals at the smallest or the largest compute budget are off by more than
+  END_RESIDUAL on average (the form bends away from the points at an end, where it is used);
+- its held-out check missed (more observed values outside their prediction intervals than
+  chance allows: holdout.missed);
 - its full fit did not converge.
 """
 
@@ -18,6 +21,24 @@ import numpy as np
 from analysis.scaling.holdout import HOLDOUT_BUDGET
 from analysis.scaling.joint import JointBootstrap, predict_with
 from analysis.scaling.optimal import allocation
+
+END_RESIDUAL = 0.03
+"""A mean log residual (≈ relative error) beyond 3% over an end budget's cells flags the fit: the
+issue's doubtful fits missed by 5–15% at the ends, a good one by under 1%."""
+
+
+def _end_residuals(boot: JointBootstrap, c: np.ndarray) -> list[str]:
+    """The end budgets (C within a factor HOLDOUT_BUDGET of the smallest or largest) whose
+    cells the fit misses on average by more than END_RESIDUAL."""
+    out = []
+    for name, at in (
+        ("smallest", c < c.min() * HOLDOUT_BUDGET),
+        ("largest", c > c.max() / HOLDOUT_BUDGET),
+    ):
+        mean = float(np.mean(boot.residuals[at]))
+        if abs(mean) > END_RESIDUAL:
+            out.append(f"residuals at the {name} budget {100 * mean:+.1f}% on average")
+    return out
 
 
 def fit_flags(boot: JointBootstrap, held: dict[str, Any], k: float) -> list[str]:
@@ -41,7 +62,8 @@ def fit_flags(boot: JointBootstrap, held: dict[str, Any], k: float) -> list[str]
                 f"at 10× the largest compute the optimal loss {beyond:.4g} is worse than "
                 f"{float(values.min()):.4g}, already observed"
             )
-    if held.get("inside") is not None and held["inside"] < (held.get("held_out_points") or 0):
+    out += _end_residuals(boot, c)
+    if held.get("missed"):
         out.append(
             f"held-out check: {held['inside']}/{held['held_out_points']} inside the prediction "
             f"interval (mean |error| {100 * (held['mean_abs_error'] or 0):.2g}%)"

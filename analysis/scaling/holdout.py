@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
 from analysis.scaling.cells import Cells
 from analysis.scaling.checks import canonical
@@ -29,11 +30,26 @@ from analysis.seed_stats import t_quantile
 
 HOLDOUT_KEYS = (
     *("form", "held_out", "held_out_points", "fit_points", "predicted", "pi_low", "pi_high"),
-    *("observed", "error", "mean_abs_error", "inside", "remark"),
+    *("observed", "error", "mean_abs_error", "inside", "missed", "remark"),
 )
 """The fields of a held-out check's record (None where undefined)."""
 HOLDOUT_BUDGET = 2.0
 """The joint fit's check holds out the cells with C above the largest C / this."""
+MISS_P = 0.05
+"""A check missed when this few held-out points inside their intervals is this unlikely."""
+
+
+def missed(record: dict, level: float) -> bool | None:
+    """Whether the held-out points fell outside their `level` intervals more often than chance
+    allows: P(at least that many outside | each outside with 1 − level) ≤ MISS_P (one point
+    outside its 95% interval is a miss; 2 of 24 is not). None without an interval."""
+    if record.get("inside") is None or not record.get("held_out_points"):
+        return None
+    outside = record["held_out_points"] - record["inside"]
+    if outside == 0:
+        return False
+    chance = stats.binom.sf(outside - 1, record["held_out_points"], 1 - level)
+    return bool(chance <= MISS_P * (1 + 1e-9))  # one of one at 95% is 0.05 up to rounding
 
 
 def bootstrap_n(
@@ -117,6 +133,7 @@ def holdout_cells(
         }
     pred, lo, hi = prediction(boot, test.n, test.d, level, seed)
     record = _summary(form, held, train.size, pred, lo, hi, test.means())
+    record["missed"] = missed(record, level)
     if lo is None:
         record["remark"] = "no resample could be refitted: no interval"
     return record
@@ -154,6 +171,7 @@ def holdout_plain(n: np.ndarray, m: np.ndarray, axis: str, level: float) -> dict
             **_summary("plain", held, int(x.size), pred, None, None, observed),
             "remark": "no residual degrees of freedom: no interval",
         }
-    return _summary(
+    record = _summary(
         "plain", held, int(x.size), pred, np.array([ends[0]]), np.array([ends[1]]), observed
     )
+    return record | {"missed": missed(record, level)}

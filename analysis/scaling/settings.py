@@ -123,11 +123,6 @@ class ScalingSettings:
     lines: str = field(default="D", metadata=flag(choices=LINES))
     """What a table's N lines hold fixed (--lines): D (tokens trained), or ratio (tokens per
     parameter D/N, as an over-training study's multipliers)."""
-    reference: str | None = field(default=None, metadata=flag(metavar="VALUE"))
-    """Compare every group with this one (--reference): a table's --group value, or a store's
-    loss (mle, say). Adds per-group fits with the exponent shared or each group's own and the
-    test of a same exponent, each loss's compute (or parameter) multiplier, paired differences
-    per size and their trend in log N where seeds are paired, and loss-to-loss fits."""
 
     def __post_init__(self) -> None:
         freeze_lists(
@@ -183,7 +178,6 @@ class ScalingSettings:
             "huber_delta": self.huber_delta,
             "where": parse_where(self.where),
             "strict": self.strict,
-            "reference": self.reference,
         }
         if store:
             out |= {

@@ -465,8 +465,7 @@ def optimal_table(records: list[Record], gcols: list[str], pct: str, k: float) -
 
 
 def _holdout_flag(r: Record) -> str:
-    missed = r["inside"] is not None and r["inside"] < (r["held_out_points"] or 0)
-    return "outside its interval" if missed else ""
+    return "outside its interval more than chance allows" if r.get("missed") else ""
 
 
 def holdout_table(records: list[Record], gcols: list[str], pct: str) -> Table:
@@ -547,10 +546,12 @@ def counts_table(records: list[Record], gcols: list[str], pct: str) -> Table:
 
 
 def planned_table(records: list[Record], gcols: list[str], pct: str) -> Table:
-    """`predict`: the value at the planned run per group, with its prediction interval."""
+    """`predict`: the value at each planned run per group, with its prediction interval."""
     columns = [
         *(value(c) for c in gcols),
         value("metric"),
+        Column("N", lambda r: fmt(r["N"], 4)),
+        Column("D", lambda r: DASH if r.get("D") is None else fmt(r["D"], 4)),
         value("points", str),
         Column(f"predicted ({pct} PI)", _interval("predicted", "pi_low", "pi_high")),
         Column("against the largest fitted", lambda r: r["beyond"] or DASH),
@@ -558,7 +559,7 @@ def planned_table(records: list[Record], gcols: list[str], pct: str) -> Table:
     ]
     return table(
         "prediction",
-        "predicted value at the planned run, with its prediction interval",
+        "predicted value at each planned run (one fit per group), with its prediction interval",
         columns,
         records,
     )
