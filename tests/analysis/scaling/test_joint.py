@@ -73,6 +73,34 @@ def test_joint_intervals_cover_the_truth_at_the_stated_rate() -> None:
     assert (hits >= 10).all(), dict(zip(PARAMS, hits, strict=True))
 
 
+def _repeated_cells_table(seed: int) -> Cells:
+    """60 cells drawn as isoflop_table's, every fourth run three times with declared seeds: a
+    cell's value is the law times a cell effect e^ε, ε ~ Normal(0, 0.01) (what a configuration
+    misses the law by), each seed's times its own e^η, η ~ Normal(0, 0.005)."""
+    rng = np.random.default_rng(seed)
+    t = isoflop_table(rows=60, noise=0.0, seed=seed)
+    cell = t["loss"] * np.exp(rng.normal(0.0, 0.01, t["loss"].size))
+    reps = np.where(np.arange(cell.size) % 4 == 0, 3, 1)
+    n, d, c = (np.repeat(v, reps) for v in (t["N"], t["D"], cell))
+    return Cells.of(n, d, c * np.exp(rng.normal(0.0, 0.005, c.size)), seeded=True)
+
+
+def test_intervals_with_repeated_cells_cover_the_truth() -> None:
+    # 12 tables of 60 cells, 15 of them with three declared seeds: cells and seeds redrawn.
+    # Measured when written: each parameter's 95% interval covered the truth in 11 or 12 of 12;
+    # redrawing the seeds alone (the old scheme: cells held fixed) covered it in 3 to 5 of 12.
+    hits = np.zeros(len(PARAMS))
+    for r in range(12):
+        cells = _repeated_cells_table(500 + r)
+        assert cells.scheme == CELLS_AND_SEEDS and cells.repeated == 15
+        boot = bootstrap_joint(cells, n_boot=60, seed=r)
+        assert boot.degenerate + boot.not_converged <= 6
+        for j, name in enumerate(PARAMS):
+            lo, hi = boot.interval(j, 0.95)
+            hits[j] += lo <= TRUTH[name] <= hi
+    assert (hits >= 10).all(), dict(zip(PARAMS, hits, strict=True))
+
+
 def test_covariance_and_intervals_of_one_table(chinchilla_boot: JointBootstrap) -> None:
     boot = chinchilla_boot
     f = boot.fit
