@@ -3,9 +3,8 @@ alone where the points have no D axis — from the joint L(N, D) (or M = E + A·
 loss) of a points table or a store, with a prediction interval from the bootstrap (holdout.py),
 and beside it the held-out check that says whether to trust it: the same fit without the
 largest compute budget (size), predicting it, error against interval. Several planned runs
-(`--n 1e9,7e9 --d 2e10,1.4e11`, or `--planned FILE` with columns N and D) share one fit and
-one bootstrap per group; the form is chosen as `scaling`'s (--tie-exponents, --fix,
---huber-delta).
+(`--n 1e9,7e9 --d 2e10,1.4e11`) share one fit and one bootstrap per group; the form is chosen
+as `scaling`'s (--tie-exponents, --fix, --huber-delta).
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 
 from analysis.arms import plain_value
 from analysis.result import Result
@@ -26,7 +24,7 @@ from analysis.scaling.joint import bootstrap_joint
 from analysis.scaling.joint_fits import group_cells
 from analysis.scaling.points import PARAM_METRICS, TOKENS_METRIC, TrialValues, trial_values
 from analysis.scaling.powerlaw import NotEnoughData, distinct_count
-from analysis.scaling.table_points import TABLE_SUFFIXES, TableColumns, read_table, table_values
+from analysis.scaling.table_points import TABLE_SUFFIXES, TableColumns, table_values
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL
 from analysis.settings_flags import STATUS_FLAG, flag
@@ -39,14 +37,11 @@ from records.reader import DEFAULT_STATUSES, current_trials, metric_names, open_
 class PredictSettings:
     """Options of `python -m analysis predict` (its --help names each flag)."""
 
-    n: tuple[float, ...] = ()
+    n: tuple[float, ...]
     """Planned parameters N (--n, comma-separated for several runs)."""
     d: tuple[float, ...] | None = None
     """Planned tokens D (--d), one per N or one for all; needed when the points have a D axis,
     refused when not."""
-    planned: str | None = field(default=None, metadata=flag(metavar="FILE"))
-    """A CSV or Parquet of planned runs (--planned): column N, and D where the points have a D
-    axis; instead of --n/--d."""
     columns: TableColumns = field(
         default_factory=TableColumns, metadata=flag(renames={"n": ("--n-col",), "d": ("--d-col",)})
     )
@@ -78,10 +73,8 @@ class PredictSettings:
         if self.d is not None:
             object.__setattr__(self, "d", _numbers(self.d))
         object.__setattr__(self, "fix", tuple(self.fix))
-        if (not self.n) == (self.planned is None):
-            raise ResultsError("give the planned runs by --n (and --d) or by --planned FILE")
-        if self.planned is not None and self.d is not None:
-            raise ResultsError("--d with --planned: the file's D column gives the planned D")
+        if not self.n:
+            raise ResultsError("--n: give the planned N (comma-separated for several runs)")
         bad = [v for v in (*self.n, *(self.d or ())) if not v > 0]
         if bad:
             raise ResultsError(f"--n and --d must be positive, got {bad}")
@@ -113,23 +106,10 @@ def _numbers(values: float | tuple[float, ...]) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
 
 
-def planned_points(s: PredictSettings, joint: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """The planned (N, D) as arrays, D None where the points have no D axis; from --n/--d or
-    the --planned file (its N and D columns), bad input a ResultsError naming it."""
-    if s.planned is None:
-        n = np.array(s.n, dtype=np.float64)
-        d = None if s.d is None else np.broadcast_to(np.array(s.d), n.shape).astype(np.float64)
-        return n, d
-    table = read_table(s.planned)
-    where = f"--planned {Path(s.planned).name}"
-    if "N" not in table.columns or (joint and "D" not in table.columns):
-        need = "N and D" if joint else "N"
-        raise ResultsError(f"{where}: needs the columns {need} (it has {', '.join(table.columns)})")
-    n = table["N"].cast(pl.Float64, strict=False).to_numpy()
-    d = table["D"].cast(pl.Float64, strict=False).to_numpy() if joint else None
-    for name, v in (("N", n), ("D", d)):
-        if v is not None and not np.all(np.isfinite(v) & (v > 0)):
-            raise ResultsError(f"{where}: column {name} must hold positive numbers")
+def planned_points(s: PredictSettings) -> tuple[np.ndarray, np.ndarray | None]:
+    """The planned (N, D) as arrays, D None where none was given (one D serves every N)."""
+    n = np.array(s.n, dtype=np.float64)
+    d = None if s.d is None else np.broadcast_to(np.array(s.d), n.shape).astype(np.float64)
     return n, d
 
 
@@ -171,7 +151,7 @@ def _joint_or_n(data: TrialValues, s: PredictSettings) -> bool:
     the points cannot speak to, and a missing one they need."""
     d = data.frame["D"].drop_nulls().to_numpy()
     has_d = d.size > 0 and distinct_count(d, rtol=0.05) >= 3
-    if has_d and s.d is None and s.planned is None:
+    if has_d and s.d is None:
         raise ResultsError("--d: the points vary in D, so the fit is L(N, D): give the planned D")
     if not has_d and s.d is not None:
         at = f" (≈ {np.median(d):.3g})" if d.size else ""
@@ -200,13 +180,12 @@ def predict(source: str | Path, settings: PredictSettings) -> Result:
     else:
         data = _store_values(str(source), s, result)
     joint = _joint_or_n(data, s)
-    n_at, d_at = planned_points(s, joint)
+    n_at, d_at = planned_points(s)
     result.title = _title(n_at, d_at)
     form = s.form(joint)
     result.settings = {
         "n": n_at.tolist(),
         "d": None if d_at is None else d_at.tolist(),
-        "planned": s.planned,
         "form": form.label(),
         "level": s.level,
         "bootstrap": s.n_boot,

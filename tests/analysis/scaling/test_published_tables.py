@@ -191,12 +191,12 @@ def test_held_out_miss_is_judged_against_chance() -> None:
 
 def test_predict_the_held_out_runs_from_one_fit(tmp_path: Path, capsys) -> None:
     runs = pl.read_csv(GADRE).filter(pl.col("dataset") == "c4")
-    fit_path, planned = tmp_path / "c4.csv", tmp_path / "planned.csv"
+    fit_path = tmp_path / "c4.csv"
     runs.filter(pl.col("held_out") == 0).select("N", "D", "loss").write_csv(fit_path)
     held = runs.filter(pl.col("held_out") == 1).sort("N", "D")
-    held.select("N", "D").write_csv(planned)
+    ns, ds = (",".join(str(v) for v in held[c]) for c in ("N", "D"))
     args = ["predict", "--points", str(fit_path), "--fit-bootstrap", "40", "--format", "json"]
-    assert main([*args, "--planned", str(planned), "--tie-exponents"]) == 0
+    assert main([*args, "--n", ns, "--d", ds, "--tie-exponents"]) == 0
     doc = json.loads(capsys.readouterr().out)
     rows = next(t for t in doc["tables"] if t["name"] == "prediction")["records"]
     assert [(r["N"], r["D"]) for r in rows] == held.select("N", "D").rows()
@@ -211,11 +211,10 @@ def test_predict_the_held_out_runs_from_one_fit(tmp_path: Path, capsys) -> None:
     err = np.array([r["predicted"] for r in rows]) / held["loss"].to_numpy() - 1
     assert np.all(np.abs(err) < 0.06), err
     assert doc["settings"]["form"].endswith("α = β")
-    # The same runs as lists; --d of another length is refused.
-    ns, ds = (",".join(str(v) for v in held[c]) for c in ("N", "D"))
-    assert main([*args, "--n", ns, "--d", ds, "--tie-exponents"]) == 0
-    again = json.loads(capsys.readouterr().out)
-    assert next(t for t in again["tables"] if t["name"] == "prediction")["records"] == rows
+    # One D for every N is broadcast; a --d of another length is refused.
+    assert main([*args, "--n", ns, "--d", ds.split(",")[0]]) == 0
+    one_d = json.loads(capsys.readouterr().out)
+    pred = next(t for t in one_d["tables"] if t["name"] == "prediction")["records"]
+    assert [r["D"] for r in pred] == [float(held["D"][0])] * 3
     assert main([*args, "--n", ns, "--d", "1e9,2e9"]) == 2
     assert "2 values for 3 values of --n" in capsys.readouterr().err
-    assert main([*args, "--n", "1e9", "--planned", str(planned)]) == 2
