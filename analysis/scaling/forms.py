@@ -11,6 +11,7 @@ gradient (or Jacobian) of θ back to the free values.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -101,22 +102,33 @@ class JointForm:
             out |= {"B": 0.0, "beta": 1.0}
         return out
 
-    @property
+    @functools.cached_property
     def free(self) -> list[int]:
         """Indices into θ that are fitted (β follows α when tied, so it is not one of them)."""
         held = self.values
         return [j for j, p in enumerate(PARAMS) if p not in held and not (self.tie and p == "beta")]
 
-    def theta(self, free: np.ndarray) -> np.ndarray:
-        """θ (K, 5) from the free values (K, f)."""
-        free = np.atleast_2d(np.asarray(free, dtype=np.float64))
-        out = np.empty((free.shape[0], 5))
+    @functools.cached_property
+    def _template(self) -> np.ndarray:
+        """θ (5,) with the held values in place (computed once: the least-squares loop maps
+        free values to θ on every evaluation)."""
+        out = np.zeros(5)
         for j, p in enumerate(PARAMS):
             if p in self.values:
                 v = self.values[p]
-                out[:, j] = (np.log(v) if v > 0 else -np.inf) if j in LOG_PARAMS else v
+                out[j] = (np.log(v) if v > 0 else -np.inf) if j in LOG_PARAMS else v
+        return out
+
+    @functools.cached_property
+    def _follows(self) -> bool:
+        return self.tie and "alpha" not in self.values
+
+    def theta(self, free: np.ndarray) -> np.ndarray:
+        """θ (K, 5) from the free values (K, f)."""
+        free = np.atleast_2d(np.asarray(free, dtype=np.float64))
+        out = np.tile(self._template, (free.shape[0], 1))
         out[:, self.free] = free
-        if self.tie and "alpha" not in self.values:
+        if self._follows:
             out[:, 4] = out[:, 2]
         return out
 
