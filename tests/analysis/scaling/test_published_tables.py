@@ -28,6 +28,7 @@ from analysis.scaling.flags import fit_flags
 from analysis.scaling.forms import JointForm
 from analysis.scaling.holdout import missed
 from analysis.scaling.joint import bootstrap_joint
+from analysis.scaling.points import lines
 from analysis.scaling.table_points import TableColumns, TableFilter, table_values
 
 DATA = Path(__file__).parent / "data"
@@ -218,3 +219,15 @@ def test_predict_the_held_out_runs_from_one_fit(tmp_path: Path, capsys) -> None:
     assert [r["D"] for r in pred] == [float(held["D"][0])] * 3
     assert main([*args, "--n", ns, "--d", "1e9,2e9"]) == 2
     assert "2 values for 3 values of --n" in capsys.readouterr().err
+
+
+def test_lines_at_fixed_tokens_per_parameter(tmp_path: Path) -> None:
+    path = tmp_path / "c4.csv"
+    _c4_runs().write_csv(path)
+    data = table_values(path, TableColumns(), TableFilter(lines="ratio"))
+    frame = data.frame.with_columns(pl.col("value").alias("y"))
+    found = dict(lines(frame, "N", d_steps=True))
+    # The study's multipliers 0.25–32 of Chinchilla's 20 tokens per parameter: D/N 5 … 640.
+    assert list(found) == [f"D/N {r:.3g}" for r in (5, 10, 20, 40, 80, 160, 320, 640)]
+    line = found["D/N 20"]
+    assert np.allclose(line["D"] / line["N"], 20.0, rtol=1e-3) and line.height == 4
