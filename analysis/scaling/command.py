@@ -18,9 +18,10 @@ from analysis.scaling.bootstrap import r2_difference
 from analysis.scaling.cells import Cells
 from analysis.scaling.compare import verdict_record
 from analysis.scaling.fits import Fits, fit_both, plain_record, saturating_record
+from analysis.scaling.flags import line_flags
 from analysis.scaling.gate import gate, gate_lines
 from analysis.scaling.holdout import holdout_cells, holdout_plain
-from analysis.scaling.joint_fits import joint_fits
+from analysis.scaling.joint_fits import JointFound, JointOptions, joint_fits
 from analysis.scaling.param_counts import count_records, fitted_exponents
 from analysis.scaling.points import (
     PARAM_METRICS,
@@ -37,8 +38,9 @@ from analysis.scaling.points import (
 )
 from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, MIN_SIZES, distinct_count
 from analysis.scaling.robust import Units, huber_record, prediction_records
-from analysis.scaling.settings import ScalingSettings
+from analysis.scaling.settings import ScalingSettings, parse_where
 from analysis.scaling.share import share_figure, share_records, trend_record
+from analysis.scaling.table_points import apply_where
 from analysis.seed_stats import t_quantile
 from records.errors import ResultsError
 from records.metric_names import DECOMPOSITION_LEAVES, direction, resolve, splits
@@ -59,6 +61,9 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
     if s.n_boot_fit is None:
         s = replace(s, n_boot_fit=STORE_FIT_BOOTSTRAP)
     trials, result = started_result(store, s, "scaling", "Scaling")
+    trials, kept = apply_where(trials, parse_where(s.where), "the store's trials")
+    if kept:
+        result.notes.append(kept)
     if s.models is not None:
         trials = _only_models(trials, s.models, result)
     if trials.height == 0:
@@ -96,6 +101,9 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
         with_tokens=has_tokens,
     )
     result.notes += data.notes
+    pooled = [n for n in data.notes if n.startswith("sizes pooled over")]
+    if s.strict and pooled:
+        raise ResultsError(f"--strict: {pooled[0]}")
     if data.frame.height == 0:
         result.notes.append("no trial has both a size and a value of these metrics: no fits")
         return result
@@ -245,6 +253,8 @@ class _Collected:
     prediction: list[dict[str, Any]] = field(default_factory=list)
     holdout: list[dict[str, Any]] = field(default_factory=list)
     frontier: list[dict[str, Any]] = field(default_factory=list)
+    residuals: list[dict[str, Any]] = field(default_factory=list)
+    joint_fits: JointFound | None = None
     figure: list[dict[str, Any]] = field(default_factory=list)
     share_figure: list[dict[str, Any]] = field(default_factory=list)
 
@@ -293,7 +303,7 @@ def fit_all(
                     short += 1
                     continue
                 line = _Line(record, label, at, axis)
-                fitted = _fit_line(out, line, pts, trials_of[key], chosen, s, data.d_steps)
+                fitted = _fit_line(out, line, pts, trials_of[key], chosen, s, data)
                 for split in dict.fromkeys(
                     m.split("/")[1] for m in fitted if m.startswith("eval/")
                 ):
@@ -307,6 +317,15 @@ def fit_all(
             "axis left out (points scattered over (N, D) fit as a whole: joint form, C frontier)"
         )
     joint = _joint_tables(out, data, chosen, s) if s.robust and "D" in axes else []
+    if out.joint_fits is not None:
+        schemes = dict.fromkeys(r["resampling"] for r in out.joint_fits.joint if r["resampling"])
+        result.notes += [f"joint fit's intervals: {how}" for how in schemes]
+        flagged = [r for r in out.joint_fits.joint if r.get("flags")]
+        if flagged:
+            result.notes.append(
+                f"{len(flagged)} joint fit(s) flagged as doubtful (column flags; the residual "
+                "figure shows where the form misses)"
+            )
     _append_tables(result, out, gcols, s.level)
     at = len(result.tables) - 1  # before the points table
     result.tables[at:at] = joint
@@ -319,21 +338,15 @@ def _joint_tables(
     """The joint L(N, D) tables: the fit with intervals, its compute-optimal allocation, its
     covariance; its held-out checks and frontier series go into `out`."""
     k = data.flops_per_param_token
-    found = joint_fits(
-        data.frame,
-        data.group_columns,
-        chosen,
-        n_boot=s.n_boot_fit,
-        level=s.level,
-        seed=s.seed,
-        budgets=s.budgets,
-        k=k,
-    )
+    opts = JointOptions(s.n_boot_fit, s.level, s.seed, s.budgets, k, s.form, data.seeded)
+    found = joint_fits(data.frame, data.group_columns, chosen, opts)
     out.holdout += found.holdout
     out.frontier += found.figure
+    out.residuals += found.residuals
+    out.joint_fits = found
     pct = f"{s.level * 100:g}%"
     gcols = data.group_columns
-    new = [tables.joint_table(found.joint, gcols, pct)]
+    new = [tables.joint_table(found.joint, gcols, pct, s.form.label())]
     if found.optimal:
         new.append(tables.optimal_table(found.optimal, gcols, pct, k))
     if found.covariance:
@@ -348,10 +361,11 @@ def _fit_line(
     gtrials: pl.DataFrame,
     chosen: list[str],
     s: ScalingSettings,
-    table: bool,
+    data: TrialValues,
 ) -> dict[str, tuple[Fits, pl.DataFrame]]:
     """Both forms for each metric of one line; their records and figure series. A table's
-    metrics (`table`) are losses: lower is better on the C frontier."""
+    metrics are losses: lower is better on the C frontier."""
+    table = data.d_steps
     fitted: dict[str, tuple[Fits, pl.DataFrame]] = {}
     by_metric = _split_by(pts, ["metric"])
     for metric in chosen:
@@ -371,12 +385,30 @@ def _fit_line(
         if not s.robust:
             continue
         units = Units.of(line_trials(gtrials, metric, line.axis, mpts), "value")
+        if not data.seeded:  # rows repeating a size are not known seeds: one point each
+            x, v = units.points(True)
+            units = Units(x, v, [1] * x.size)
+        line_form = s.form.line_form()
         robust = huber_record(
-            units, means=s.aggregate == "size", n_boot=s.n_boot_fit, level=s.level, seed=s.seed
+            units,
+            means=s.aggregate == "size",
+            n_boot=s.n_boot_fit,
+            level=s.level,
+            seed=s.seed,
+            form=line_form,
         )
-        cells = Cells.of(units.x, None, units.value)
+        flags = line_flags(robust, n, m)
+        if flags:
+            robust["remark"] = "; ".join(filter(None, [robust["remark"], *flags]))
+        cells = Cells.of(units.x, None, units.value, seeded=data.seeded)
         check = holdout_cells(
-            cells, form="huber", axis=line.axis, n_boot=s.n_boot_fit, level=s.level, seed=s.seed
+            cells,
+            form="huber",
+            axis=line.axis,
+            n_boot=s.n_boot_fit,
+            level=s.level,
+            seed=s.seed,
+            joint_form=line_form,
         )
         out.holdout.append({**held, **check})
         plain = {f"plain_{k}": out.plain[-1][k] for k in ("a", "a_ci_low", "a_ci_high")}
@@ -521,3 +553,5 @@ def _append_tables(result: Result, out: _Collected, gcols: list[str], level: flo
     result.figure_data["ee_share"] = out.share_figure
     if out.frontier:
         result.figure_data["frontier"] = out.frontier
+    if out.residuals:
+        result.figure_data["joint_residuals"] = out.residuals

@@ -13,8 +13,8 @@ from typing import Any
 
 from analysis.result import Result
 from analysis.scaling.command import fit_all, method_lines
-from analysis.scaling.settings import ScalingSettings
-from analysis.scaling.table_points import TableColumns, table_values
+from analysis.scaling.settings import ScalingSettings, parse_where
+from analysis.scaling.table_points import TableColumns, TableFilter, table_values
 from records.errors import ResultsError
 
 TABLE_FIT_BOOTSTRAP = 1000
@@ -51,10 +51,14 @@ def scaling_points(
         )
     s = replace(s, robust=True, n_boot_fit=s.n_boot_fit or TABLE_FIT_BOOTSTRAP)
     cols = columns or TableColumns()
-    data = table_values(path, cols)
+    rows = TableFilter(parse_where(s.where), s.strict, s.lines)
+    data = table_values(path, cols, rows)
     result = Result("scaling", f"Scaling: {Path(path).name}", notes=list(data.notes[1:]))
     result.header.append(data.notes[0])
-    result.settings = s.as_json() | {"points": str(path), "columns": _columns_json(cols)}
+    result.settings = s.as_json(store=False) | {
+        "points": str(path),
+        "columns": _columns_json(cols),
+    }
     has_d = data.frame["D"].is_not_null().any()
     axes = list(s.axes or (["N", "D", "C"] if has_d else ["N"]))
     if not has_d and [a for a in axes if a != "N"]:

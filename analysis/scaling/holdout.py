@@ -19,38 +19,45 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
 from analysis.scaling.cells import Cells
 from analysis.scaling.checks import canonical
-from analysis.scaling.huber import JointFit, fit_huber
+from analysis.scaling.forms import JointForm
 from analysis.scaling.joint import JointBootstrap, bootstrap_joint, predict_with
 from analysis.scaling.powerlaw import NotEnoughData, distinct_count, fit_power_law
 from analysis.seed_stats import t_quantile
 
 HOLDOUT_KEYS = (
     *("form", "held_out", "held_out_points", "fit_points", "predicted", "pi_low", "pi_high"),
-    *("observed", "error", "mean_abs_error", "inside", "remark"),
+    *("observed", "error", "mean_abs_error", "inside", "missed", "remark"),
 )
 """The fields of a held-out check's record (None where undefined)."""
 HOLDOUT_BUDGET = 2.0
 """The joint fit's check holds out the cells with C above the largest C / this."""
+MISS_P = 0.05
+"""A check missed when this few held-out points inside their intervals is this unlikely."""
 
 
-def fit_n_as_joint(
-    n: np.ndarray, d: np.ndarray, m: np.ndarray, *, starts: list[np.ndarray] | None = None
-) -> JointFit:
-    """M = E + A·N^−α by the Huber loss (huber.fit_huber; `d` unused) as the joint form with
-    B = 0, so one bootstrap and one prediction path serve both forms."""
-    f = fit_huber(n, m, starts=None if starts is None else [s[:3] for s in starts])
-    return JointFit(
-        f.E, f.A, f.alpha, 0.0, 1.0, f.loss, f.n_points, f.starts, f.agree, (*f.theta, 0.0, 1.0)
-    )
+def missed(record: dict, level: float) -> bool | None:
+    """Whether the held-out points fell outside their `level` intervals more often than chance
+    allows: P(at least that many outside | each outside with 1 − level) ≤ MISS_P (one point
+    outside its 95% interval is a miss; 2 of 24 is not). None without an interval."""
+    if record.get("inside") is None or not record.get("held_out_points"):
+        return None
+    outside = record["held_out_points"] - record["inside"]
+    if outside == 0:
+        return False
+    chance = stats.binom.sf(outside - 1, record["held_out_points"], 1 - level)
+    return bool(chance <= MISS_P * (1 + 1e-9))  # one of one at 95% is 0.05 up to rounding
 
 
-def bootstrap_n(cells: Cells, *, n_boot: int, seed: int) -> JointBootstrap:
-    """The Huber fit of M = E + A·N^−α bootstrapped over cells like the joint form
-    (fit_n_as_joint); NotEnoughData when the cells cannot support it."""
-    return bootstrap_joint(cells, n_boot=n_boot, seed=seed, fit=fit_n_as_joint)
+def bootstrap_n(
+    cells: Cells, *, n_boot: int, seed: int, form: JointForm | None = None
+) -> JointBootstrap:
+    """The Huber fit of M = E + A·N^−α bootstrapped over cells like the joint form (the joint
+    form with B = 0); NotEnoughData when the cells cannot support it."""
+    return bootstrap_joint(cells, n_boot=n_boot, seed=seed, form=form or JointForm(n_only=True))
 
 
 def prediction(
@@ -99,10 +106,11 @@ def holdout_cells(
     level: float,
     seed: int,
     k: float = 6.0,
+    joint_form: JointForm | None = None,
 ) -> dict:
     """Refit the bootstrapped form without the largest cells and check its predictions of them:
     "joint" holds out the largest compute budget, "huber" (a line: x in `cells.n`) its largest
-    x, named by `axis`."""
+    x, named by `axis`; `joint_form` is the form fitted (default: every parameter free)."""
     if form == "joint":
         c = cells.n * cells.d
         largest = c > c.max() / HOLDOUT_BUDGET
@@ -111,9 +119,11 @@ def holdout_cells(
         largest = cells.n == cells.n.max()
         held = f"{axis} = {cells.n.max():.3g}"
     train, test = cells.subset(~largest), cells.subset(largest)
-    fit = bootstrap_joint if form == "joint" else bootstrap_n
+    chosen = joint_form or JointForm()
+    if form != "joint":
+        chosen = chosen if chosen.n_only else chosen.line_form()
     try:
-        boot = fit(train, n_boot=n_boot, seed=seed)
+        boot = bootstrap_joint(train, n_boot=n_boot, seed=seed, form=chosen)
     except NotEnoughData as err:
         return {
             **dict.fromkeys(HOLDOUT_KEYS),
@@ -123,6 +133,7 @@ def holdout_cells(
         }
     pred, lo, hi = prediction(boot, test.n, test.d, level, seed)
     record = _summary(form, held, train.size, pred, lo, hi, test.means())
+    record["missed"] = missed(record, level)
     if lo is None:
         record["remark"] = "no resample could be refitted: no interval"
     return record
@@ -160,6 +171,7 @@ def holdout_plain(n: np.ndarray, m: np.ndarray, axis: str, level: float) -> dict
             **_summary("plain", held, int(x.size), pred, None, None, observed),
             "remark": "no residual degrees of freedom: no interval",
         }
-    return _summary(
+    record = _summary(
         "plain", held, int(x.size), pred, np.array([ends[0]]), np.array([ends[1]]), observed
     )
+    return record | {"missed": missed(record, level)}

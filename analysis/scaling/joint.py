@@ -1,40 +1,65 @@
-"""Chinchilla's joint form L(N, D) = E + A·N^−α + B·D^−β (huber.fit_joint) with intervals: a
-bootstrap over cells (cells.py), each resample refitted from the full fit's optimum (one start,
-not the grid: the resamples differ little from the data, and the grid would cost 18× as much),
-percentile intervals for E, A, α, B, β, and the covariance of the five over the resamples.
+"""A form of L(N, D) = E + A·N^−α + B·D^−β (huber.fit_joint, forms.py) with intervals: a
+bootstrap over cells (cells.py: cells drawn with replacement, and declared seeds within them),
+each resample refitted from the full fit's optimum (the resamples differ little from the data;
+the grid would cost eight times as much), percentile intervals for E, A, α, B, β, and their
+covariance over the resamples.
 
-A resample whose refit cannot be made (fewer than three distinct N or D drawn) or whose
-minimiser reports no convergence is left out of the intervals and counted (`failed`).
+No resample is dropped in silence. One least squares stops at its evaluation limit: it is
+continued, then refitted from the grid (robust_fit.refit; counted as `rescued`); only one that
+still does not converge is left out (`not_converged`), as is one whose draw cannot support the
+form at all (fewer than three distinct N or D drawn: `degenerate`). Each count is in the table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from analysis.scaling.bootstrap import percentile_ci
 from analysis.scaling.cells import Cells
-from analysis.scaling.huber import JointFit, fit_joint
+from analysis.scaling.forms import PARAMS, JointForm
+from analysis.scaling.huber import JointFit, check_points, fit_joint
 from analysis.scaling.powerlaw import NotEnoughData
+from analysis.scaling.robust_fit import Points, refit
 
-PARAMS = ("E", "A", "alpha", "B", "beta")
-"""The joint form's parameters, in the order of every array here."""
+__all__ = ["PARAMS", "JointBootstrap", "bootstrap_joint", "predict_with"]
 
 
 @dataclass(frozen=True)
 class JointBootstrap:
-    """The full fit and its resamples: `draws` (B_ok, 5) of (E, A, α, B, β), the resamples
-    asked for and how many were left out (`failed`), and the cells' log residuals about the
-    full fit (P,), which a prediction interval adds to the resampled curves."""
+    """The full fit and its resamples: `all_draws` (B, 5) of (E, A, α, B, β), NaN where a
+    resample was left out; the counts of why; the cells' log residuals about the full fit (P,),
+    which a prediction interval adds to the resampled curves; how the cells were drawn."""
 
     fit: JointFit
-    draws: np.ndarray
-    resamples: int
-    failed: int
+    all_draws: np.ndarray
+    degenerate: int
+    not_converged: int
+    rescued: int
     residuals: np.ndarray
     how: str
+    form: JointForm
+    cells: Cells
+
+    @property
+    def resamples(self) -> int:
+        return int(self.all_draws.shape[0])
+
+    @property
+    def ok(self) -> np.ndarray:
+        """Which resamples were fitted (B,)."""
+        return np.isfinite(self.all_draws[:, 0])
+
+    @property
+    def draws(self) -> np.ndarray:
+        """The fitted resamples' parameters (B_ok, 5)."""
+        return self.all_draws[self.ok]
+
+    @property
+    def failed(self) -> int:
+        """Resamples left out of the intervals (degenerate draws and unconverged fits)."""
+        return self.degenerate + self.not_converged
 
     def interval(self, j: int, level: float) -> tuple[float, float] | None:
         """The percentile interval of parameter j (PARAMS order)."""
@@ -52,55 +77,68 @@ def predict_with(params: np.ndarray, n: np.ndarray, d: np.ndarray) -> np.ndarray
     return e + a * np.asarray(n, dtype=np.float64) ** -alpha + b * np.asarray(d) ** -beta
 
 
-JointFitter = Callable[..., JointFit]
-"""fit(n, d, m, starts=None) -> JointFit: huber.fit_joint, or a form written as it (holdout.py's
-M = E + A·N^−α as the joint form with B = 0)."""
-
-
 def bootstrap_joint(
-    cells: Cells, *, n_boot: int, seed: int, fit: JointFitter = fit_joint
+    cells: Cells, *, n_boot: int, seed: int, form: JointForm | None = None
 ) -> JointBootstrap:
     """Fit the cells' means and refit `n_boot` resamples from the fit's optimum; NotEnoughData
     when the cells cannot support the full fit."""
+    form = form or JointForm()
     values = cells.means()
-    full = fit(cells.n, cells.d, values)
-    start = [np.array(full.theta)]
-    rows, failed = [], 0
-    for n, d, v in cells.resamples(n_boot, seed):
+    weights = cells.weights()
+    full = fit_joint(cells.n, cells.d, values, form=form, weights=weights)
+    idx, drawn = cells.draws(n_boot, seed)
+    out = np.full((n_boot, 5), np.nan)
+    degenerate = not_converged = rescued = 0
+    start = np.array(full.theta)
+    for b in range(n_boot):
+        n, d, v = cells.n[idx[b]], cells.d[idx[b]], drawn[b]
         try:
-            f = fit(n, d, v, starts=start)
+            check_points(form, n, d, v)
         except NotEnoughData:
-            failed += 1
+            degenerate += 1
             continue
-        if not f.converged:
-            failed += 1
+        w = None if weights is None else weights[idx[b]]
+        solved, how = refit(form, Points.of(n, d, v, w), start)
+        if how == "not converged":
+            not_converged += 1
             continue
-        rows.append((f.E, f.A, f.alpha, f.B, f.beta))
+        rescued += how != "warm"
+        e, a, alpha, bb, beta = solved.theta
+        out[b] = (np.exp(e), np.exp(a), alpha, np.exp(bb) if np.isfinite(bb) else 0.0, beta)
     residuals = np.log(np.abs(values)) - np.log(np.abs(full.predict(cells.n, cells.d)))
     return JointBootstrap(
         fit=full,
-        draws=np.array(rows, dtype=np.float64).reshape(-1, 5),
-        resamples=n_boot,
-        failed=failed,
+        all_draws=out,
+        degenerate=degenerate,
+        not_converged=not_converged,
+        rescued=rescued,
         residuals=residuals,
         how=cells.how(n_boot, seed),
+        form=form,
+        cells=cells,
     )
 
 
 def joint_record(boot: JointBootstrap, level: float) -> dict:
-    """E, A, α, B, β with their intervals, the fit's loss and starts, the resamples."""
+    """E, A, α, B, β with their intervals, the fit's loss and starts, the resamples and what
+    became of them."""
     f = boot.fit
     record: dict = {}
     for j, (name, v) in enumerate(zip(PARAMS, (f.E, f.A, f.alpha, f.B, f.beta), strict=True)):
         ci = boot.interval(j, level) or (None, None)
         record |= {name: v, f"{name}_ci_low": ci[0], f"{name}_ci_high": ci[1]}
-    return {
-        **record,
+    return record | {
         "huber_loss": f.loss,
         "starts": f.starts,
         "starts_agreeing": f.agree,
+        "converged": f.converged,
+        "form": boot.form.label(),
+        "resampling": boot.how,
         "bootstrap_resamples": boot.resamples - boot.failed,
         "bootstrap_failed": boot.failed,
+        "bootstrap_degenerate": boot.degenerate,
+        "bootstrap_not_converged": boot.not_converged,
+        "bootstrap_rescued": boot.rescued,
         "remark": None,
     }
 

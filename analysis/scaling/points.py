@@ -47,6 +47,9 @@ class TrialValues:
     is named by that D, not by a training step."""
     flops_per_param_token: float = 6.0
     """k in C = k·N·D: 6 for a store; for a table with a FLOP column, the median of C/(N·D)."""
+    seeded: bool = True
+    """Rows repeating a size are declared seeds (a store's trials; a table's --seed-column),
+    which the joint fit's bootstrap redraws within cells (cells.py)."""
 
 
 def group_columns(
@@ -186,6 +189,7 @@ def aggregate_points(frame: pl.DataFrame, gcols: list[str], axis: str, how: str)
     x = axis_values(frame, axis).alias("x")
     lf = frame.lazy().with_columns(x).filter(pl.col("x").is_not_null() & (pl.col("x") > 0))
     keys = [*gcols, "metric", *SIZE_KEY]
+    carried = [c for c in ("ratio",) if c in frame.columns]  # a table's tokens per parameter
     if how == "trial":
         out = lf.select(
             *keys,
@@ -194,6 +198,7 @@ def aggregate_points(frame: pl.DataFrame, gcols: list[str], axis: str, how: str)
             pl.lit(1, pl.UInt32()).alias("trials"),
             pl.lit(None, pl.Float64()).alias("sd"),
             "trial_id",
+            *carried,
         )
     else:
         # Each size's trials in trial order, so the means and sds sum their values in one order
@@ -207,6 +212,7 @@ def aggregate_points(frame: pl.DataFrame, gcols: list[str], axis: str, how: str)
                 pl.col("value").mean().alias("y"),
                 pl.len().alias("trials"),
                 pl.col("value").std(ddof=1).alias("sd"),
+                *(pl.col(c).first() for c in carried),
             )
         )
     order = [*gcols, "metric", "x", *SIZE_KEY] + (["y", "trial_id"] if how == "trial" else [])
@@ -245,8 +251,17 @@ def default_axes(
 
 def lines(points: pl.DataFrame, axis: str, d_steps: bool = False) -> list[tuple[str, pl.DataFrame]]:
     """The points of one group split into lines, each holding the other axis fixed: an N line
-    per step budget (per D of a table: `d_steps`), a D line per model; C has one line (its
-    frontier is taken per metric)."""
+    per step budget (per D of a table: `d_steps`; per tokens per parameter D/N where the points
+    carry a `ratio`, --lines ratio), a D line per model; C has one line (its frontier is taken
+    per metric)."""
+    if axis == "N" and "ratio" in points.columns:
+        rounded = points.with_columns(
+            pl.col("ratio").map_elements(lambda v: float(f"{v:.3g}"), return_dtype=pl.Float64)
+        )
+        return [
+            (f"D/N {r:.3g}", rounded.filter(pl.col("ratio") == r))
+            for r in rounded["ratio"].unique().sort()
+        ]
     if axis == "N" and points["step"].n_unique() > 1:
         return [
             (f"D {s:.3g}" if d_steps else f"step {s}", points.filter(pl.col("step") == s))

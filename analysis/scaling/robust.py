@@ -22,6 +22,7 @@ import polars as pl
 from analysis.scaling.bootstrap import percentile_ci, resampled_points, unit_draws
 from analysis.scaling.cells import Cells
 from analysis.scaling.checks import extrapolation_error, loo_error
+from analysis.scaling.forms import JointForm
 from analysis.scaling.huber import HuberFit, fit_huber
 from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, NotEnoughData, fit_power_law
 from analysis.scaling.rules import smaller_error
@@ -71,9 +72,9 @@ class Units:
         return self.x[edges[:-1]], np.array([v[a:b].mean() for a, b in itertools.pairwise(edges)])
 
 
-def _huber_refit(start: HuberFit) -> Refit:
+def _huber_refit(start: HuberFit, form: JointForm | None = None) -> Refit:
     def refit(nn: np.ndarray, mm: np.ndarray) -> HuberFit:
-        return fit_huber(nn, mm, starts=[np.array(start.theta)])
+        return fit_huber(nn, mm, starts=[np.array(start.theta)], form=form)
 
     return refit
 
@@ -82,16 +83,25 @@ def _plain_refit(nn: np.ndarray, mm: np.ndarray) -> Any:
     return fit_power_law(nn, mm, ci=False)
 
 
-def huber_record(units: Units, *, means: bool, n_boot: int, level: float, seed: int) -> dict:
+def huber_record(
+    units: Units,
+    *,
+    means: bool,
+    n_boot: int,
+    level: float,
+    seed: int,
+    form: JointForm | None = None,
+) -> dict:
     """The Huber fit of one line: E, A, α with percentile intervals over stratified unit
-    resamples, the fit's loss and starts, and its leave-one-size-out and extrapolation errors."""
+    resamples, the fit's loss and starts, and its leave-one-size-out and extrapolation errors;
+    `form`: the line's form (a fixed E, δ; forms.JointForm.line_form)."""
     n, m = units.points(means)
     blank = dict.fromkeys(HUBER_KEYS)
     try:
-        fit = fit_huber(n, m)
+        fit = fit_huber(n, m, form=form)
     except NotEnoughData as err:
         return {**blank, "remark": str(err)}
-    refit = _huber_refit(fit)
+    refit = _huber_refit(fit, form)
     record = {
         **blank,
         "E": fit.E,
@@ -108,9 +118,9 @@ def huber_record(units: Units, *, means: bool, n_boot: int, level: float, seed: 
     if draws is None and len(units.counts) < MIN_BOOTSTRAP_POINTS:
         return {**record, "bootstrap_resamples": 0, "remark": _one_unit(fit.remark)}
     if draws is None:  # one trial per size, but sizes enough to resample them (as bootstrap.py)
-        resamples = [
-            (xb, vb) for xb, _, vb in Cells.of(units.x, None, units.value).resamples(n_boot, seed)
-        ]
+        cells = Cells.of(units.x, None, units.value)
+        idx, drawn = cells.draws(n_boot, seed)
+        resamples = [(cells.n[idx[b]], drawn[b]) for b in range(n_boot)]
     else:
         bx, by = resampled_points(units.x, units.value, units.counts, draws, means)
         resamples = [(bx if means else bx[b], by[b]) for b in range(n_boot)]

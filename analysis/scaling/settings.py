@@ -9,6 +9,7 @@ from typing import Any
 
 from analysis.command_start import freeze_lists
 from analysis.option_choices import AGGREGATES, AXES, LR_MODES
+from analysis.scaling.forms import HUBER_DELTA, JointForm, parse_fix
 from analysis.scaling.points import PARAM_METRICS
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL, VALUE_FLAG, ValueSpec
@@ -30,6 +31,19 @@ def flops(texts: list[str]) -> tuple[float, ...]:
 
 BUDGETS_FLAG = flag(metavar="C,C,...", parse=flops)
 """--budgets 1e21,1e22: compute budgets in FLOPs."""
+LINES = ("D", "ratio")
+"""What a table's N lines hold fixed: its D, or its tokens per parameter D/N."""
+
+
+def parse_where(texts: tuple[str, ...]) -> dict[str, list[str]]:
+    """--where COL=VALUE items as {column: [values]}; a malformed item is a ResultsError."""
+    out: dict[str, list[str]] = {}
+    for text in texts:
+        col, sep, value = text.partition("=")
+        if not sep or not col.strip():
+            raise ResultsError(f"--where {text!r}: give COL=VALUE")
+        out.setdefault(col.strip(), []).append(value.strip())
+    return out
 
 
 @dataclass(frozen=True)
@@ -90,9 +104,30 @@ class ScalingSettings:
     gate_only: bool = field(default=False, metadata=flag("--gate"))
     """Only the sanity gate (--gate): CE falls with N at the chosen learning rates, and each
     size's best learning rate lies inside its grid."""
+    tie_exponents: bool = False
+    """Fit the joint form with α = β (--tie-exponents), as the data-constrained (Muennighoff et
+    al. 2023) and over-training (Gadre et al. 2024) studies fit it."""
+    fix: tuple[str, ...] = field(default=(), metadata=flag(metavar="NAME=VALUE"))
+    """Hold parameters of the joint fit at given values (--fix E=1.69; repeatable or
+    comma-separated; NAME one of E, A, alpha or α, B, beta or β); a line's Huber fit holds E
+    only (its exponent is its own)."""
+    huber_delta: float = field(default=HUBER_DELTA, metadata=flag(metavar="DELTA"))
+    """δ of the Huber loss on log residuals (--huber-delta); 1e-3 is Chinchilla's."""
+    where: tuple[str, ...] = field(default=(), metadata=flag(metavar="COL=VALUE", commas=False))
+    """Only the rows of a table, or the trials of a store, where column COL equals VALUE
+    (--where, repeatable: one column repeated keeps any of its values, different columns must
+    all hold)."""
+    strict: bool = False
+    """Refuse (exit 2) instead of warning where a column not declared varies within an (N, D)
+    cell, or within a store's fit group (--strict)."""
+    lines: str = field(default="D", metadata=flag(choices=LINES))
+    """What a table's N lines hold fixed (--lines): D (tokens trained), or ratio (tokens per
+    parameter D/N, as an over-training study's multipliers)."""
 
     def __post_init__(self) -> None:
-        freeze_lists(self, ("metrics", "axes", "by", "statuses", "models", "budgets"))
+        freeze_lists(
+            self, ("metrics", "axes", "by", "statuses", "models", "budgets", "fix", "where")
+        )
         bad_budgets = [b for b in self.budgets or () if not b > 0]
         if bad_budgets:
             raise ResultsError(f"--budgets must be positive FLOPs, got {bad_budgets}")
@@ -114,20 +149,46 @@ class ScalingSettings:
             raise ResultsError(f"--bootstrap must be >= 1, got {self.n_boot}")
         if self.n_boot_fit is not None and self.n_boot_fit < 1:
             raise ResultsError(f"--fit-bootstrap must be >= 1, got {self.n_boot_fit}")
+        if self.lines not in LINES:
+            raise ResultsError(f"--lines must be one of {', '.join(LINES)}, got {self.lines!r}")
+        parse_where(self.where)
+        try:
+            fixed = parse_fix(self.fix)
+        except ValueError as err:
+            raise ResultsError(str(err)) from None
+        object.__setattr__(self, "_form", JointForm(self.tie_exponents, fixed, self.huber_delta))
 
-    def as_json(self) -> dict[str, Any]:
-        """The settings a result's JSON reports (the numbers' provenance)."""
-        return {
+    @property
+    def form(self) -> JointForm:
+        """The joint fit's form (forms.JointForm) from --tie-exponents, --fix, --huber-delta."""
+        return self._form  # type: ignore[attr-defined]
+
+    def as_json(self, store: bool = True) -> dict[str, Any]:
+        """The settings a result's JSON reports (the numbers' provenance); a points table's
+        (`store` False) leaves out the options that choose a store's trials."""
+        out = {
             "level": self.level,
-            "aggregate": self.aggregate,
-            "params": self.params,
-            "value": self.value.label,
-            "lr": self.lr,
             "bootstrap": self.n_boot,
             "seed": self.seed,
             "robust": self.robust,
             "fit_bootstrap": self.n_boot_fit,
-            "gate_only": self.gate_only,
-            "pool_experiments": self.pool_experiments,
-            "models": list(self.models) if self.models is not None else None,
-        } | ({"budgets": list(self.budgets)} if self.budgets is not None else {})
+            "form": self.form.label(),
+            "tie_exponents": self.tie_exponents,
+            "fix": dict(self.form.fixed),
+            "huber_delta": self.huber_delta,
+            "where": parse_where(self.where),
+            "strict": self.strict,
+        }
+        if store:
+            out |= {
+                "aggregate": self.aggregate,
+                "params": self.params,
+                "value": self.value.label,
+                "lr": self.lr,
+                "gate_only": self.gate_only,
+                "pool_experiments": self.pool_experiments,
+                "models": list(self.models) if self.models is not None else None,
+            }
+        else:
+            out["lines"] = self.lines
+        return out | ({"budgets": list(self.budgets)} if self.budgets is not None else {})

@@ -26,13 +26,9 @@ JOINT_MIN_D = 3
 
 
 @dataclass(frozen=True)
-class TableColumns:
-    """Which column of a points table holds what (`analysis scaling --points FILE`)."""
+class TableOptions:
+    """What a points table's columns hold besides N and D (TableColumns adds those two)."""
 
-    n: str = field(default="N", metadata=flag("--n", metavar="COL"))
-    """Parameters (--n)."""
-    d: str | None = field(default=None, metadata=flag("--d", metavar="COL"))
-    """Tokens trained (--d); None: the column `D` where the table has one, else no D axis."""
     metrics: tuple[str, ...] | None = field(default=None, metadata=flag(command_line=False))
     """Metric columns to fit (--metric); None: `loss`."""
     seed: str | None = field(default=None, metadata=flag("--seed-column", metavar="COL"))
@@ -41,6 +37,23 @@ class TableColumns:
     """Column splitting the table into separate fits (--group), e.g. the paper or the loss."""
     flops: str | None = field(default=None, metadata=flag(metavar="COL"))
     """Training compute per row (--flops); None: C = 6·N·D."""
+    weights: str | None = field(default=None, metadata=flag(metavar="COL"))
+    """Row weights of the Huber fits (--weights): a cell's value is its rows' weighted mean, its
+    weight their sum; None: every row 1."""
+
+
+@dataclass(frozen=True)
+class TableColumns(TableOptions):
+    """Which column of a points table holds what (`analysis scaling --points FILE`)."""
+
+    n: str = field(default="N", metadata=flag("--n", metavar="COL"))
+    """Parameters (--n)."""
+    d: str | None = field(default=None, metadata=flag("--d", metavar="COL"))
+    """Tokens trained (--d); None: the column `D` where the table has one, else no D axis."""
+
+    def declared(self) -> list[str | None]:
+        """Every column this names (a metric's, a seed's, ...), None where unset."""
+        return [self.n, self.d, *(self.metrics or ("loss",)), self.seed, self.group]
 
 
 def read_table(path: str | Path) -> pl.DataFrame:
@@ -97,12 +110,80 @@ def _d_column(table: pl.DataFrame, cols: TableColumns) -> str | None:
     return cols.d if cols.d is not None else ("D" if "D" in table.columns else None)
 
 
-def table_values(path: str | Path, cols: TableColumns) -> TrialValues:
+def apply_where(
+    table: pl.DataFrame, where: dict[str, list[str]], what: str
+) -> tuple[pl.DataFrame, str | None]:
+    """The rows of `table` where every --where column holds one of its values (compared as
+    numbers where the column is numeric and the value one), and a note of what was kept; an
+    unknown column or nothing left is a ResultsError naming it."""
+    if not where:
+        return table, None
+    mask = pl.lit(True)
+    for col, values in where.items():
+        if col not in table.columns:
+            raise ResultsError(
+                f"--where {col}: no such column in {what} (its columns: {', '.join(table.columns)})"
+            )
+        mask = mask & pl.any_horizontal([_equals(table, col, v) for v in values])
+    kept = table.filter(mask)
+    said = "; ".join(f"{c} in {{{', '.join(v)}}}" for c, v in where.items())
+    if kept.height == 0:
+        raise ResultsError(f"--where {said}: no row of {what} is left")
+    return kept, f"--where {said}: {kept.height} of {table.height} rows kept"
+
+
+def _equals(table: pl.DataFrame, col: str, value: str) -> pl.Expr:
+    if table[col].dtype.is_numeric():
+        try:
+            return pl.col(col) == float(value)
+        except ValueError:
+            pass
+    return pl.col(col).cast(pl.String) == value
+
+
+def undeclared_varying(
+    table: pl.DataFrame, declared: list[str | None], cell: list[str]
+) -> list[str]:
+    """For each column not `declared` that takes several values within a cell (rows equal in
+    the `cell` columns), "COL (k of K cells, rows r1, r2, …)"."""
+    rest = [c for c in table.columns if c not in {x for x in declared if x}]
+    if not rest:
+        return []
+    indexed = table.with_row_index("_row", offset=1)
+    agg = indexed.group_by(cell).agg(
+        *(pl.col(c).n_unique().alias(c) for c in rest), pl.col("_row").min().alias("_row")
+    )
+    out = []
+    for c in rest:
+        bad = agg.filter(pl.col(c) > 1).sort("_row")
+        if bad.height:
+            rows = ", ".join(str(r) for r in bad["_row"].head(3).to_list())
+            more = ", …" if bad.height > 3 else ""
+            out.append(f"{c} ({bad.height} of {agg.height} cells, from rows {rows}{more})")
+    return out
+
+
+@dataclass(frozen=True)
+class TableFilter:
+    """What a scaling run asks of a table's rows besides their columns: --where, --strict, and
+    whether its N lines hold D or D/N fixed (--lines)."""
+
+    where: dict[str, list[str]] = field(default_factory=dict)
+    strict: bool = False
+    lines: str = "D"
+
+
+def table_values(
+    path: str | Path, cols: TableColumns, rows: TableFilter | None = None
+) -> TrialValues:
     """The table's points as trial values (see the module docstring)."""
+    rows = rows or TableFilter()
     table = read_table(path)
     where = Path(path).name
     if table.height == 0:
         raise ResultsError(f"--points {where}: the table has no rows")
+    table, kept = apply_where(table, rows.where, where)
+    notes = [f"points: {table.height} rows of {where}"] + ([kept] if kept else [])
     n = _positive(table, cols.n, "--n", where)
     if distinct_count(n.to_numpy()) < MIN_SIZES:
         raise ResultsError(
@@ -117,6 +198,61 @@ def table_values(path: str | Path, cols: TableColumns) -> TrialValues:
             f"against D (and the joint L(N, D)) needs {JOINT_MIN_D} or more (leave --d out to "
             "fit against N alone)"
         )
+    _check_declared(table, cols, d_col, rows, notes, where)
+    base = _base_frame(table, cols, n, d, where)
+    gcols = ["group"] if cols.group is not None else []
+    if rows.lines == "ratio" and d is not None:
+        base = base.with_columns((pl.col("D") / pl.col("N")).alias("ratio"))
+    parts = []
+    for metric in _metric_columns(table, cols, where):
+        values = _positive(table, metric, "--metric", where)
+        parts.append(base.with_columns(pl.lit(metric).alias("metric"), values.alias("value")))
+    frame = pl.concat(parts).sort([*gcols, "metric", "N", "step", "trial_id"])
+    k = _flops_per_param_token(base, cols.flops, notes) if cols.flops else 6.0
+    return TrialValues(
+        frame,
+        gcols,
+        notes,
+        None,
+        d_steps=True,
+        flops_per_param_token=k,
+        seeded=cols.seed is not None,
+    )
+
+
+def _check_declared(
+    table: pl.DataFrame,
+    cols: TableColumns,
+    d_col: str | None,
+    rows: TableFilter,
+    notes: list[str],
+    where: str,
+) -> None:
+    """The columns not declared that vary within an (N, D) cell: a note, or with --strict an
+    error (their rows would be averaged into one point)."""
+    for option, column in (("--seed-column", cols.seed), ("--group", cols.group)):
+        if column is not None and column not in table.columns:
+            raise ResultsError(f"{option} {column}: no such column in {where}")
+    cell = [c for c in (cols.group, cols.n, d_col) if c]
+    declared = [*cols.declared(), d_col, cols.flops, cols.weights, *rows.where]
+    varying = undeclared_varying(table, declared, cell)
+    if not varying:
+        return
+    what = "(N, D)" if d_col else "N (no D axis)"
+    text = (
+        f"columns not declared vary within {what} cells, whose rows are averaged into one "
+        f"point each: {'; '.join(varying)}; declare them (--d, --group, --seed-column, "
+        "--where) or --strict refuses such a table"
+    )
+    if rows.strict:
+        raise ResultsError(f"--strict: {text}")
+    notes.append(text)
+
+
+def _base_frame(
+    table: pl.DataFrame, cols: TableColumns, n: pl.Series, d: pl.Series | None, where: str
+) -> pl.DataFrame:
+    """One row per table row: N, D, and the declared seed, group, FLOP and weight columns."""
     base = pl.DataFrame(
         {
             "experiment": where,
@@ -129,31 +265,16 @@ def table_values(path: str | Path, cols: TableColumns) -> TrialValues:
         if d is None:
             raise ResultsError(f"--flops {cols.flops}: compute needs a D column too (--d)")
         base = base.with_columns(_positive(table, cols.flops, "--flops", where).alias("C"))
-    gcols = []
-    for option, column, name in (
-        ("--seed-column", cols.seed, "seed"),
-        ("--group", cols.group, "group"),
-    ):
-        if column is None:
-            continue
-        if column not in table.columns:
-            raise ResultsError(f"{option} {column}: no such column in {where}")
-        base = base.with_columns(table[column].cast(pl.String).alias(name))
-        if name == "group":
-            gcols.append("group")
-    base = base.with_columns(
+    if cols.weights:
+        base = base.with_columns(_positive(table, cols.weights, "--weights", where).alias("weight"))
+    for column, name in ((cols.seed, "seed"), (cols.group, "group")):
+        if column is not None:
+            base = base.with_columns(table[column].cast(pl.String).alias(name))
+    return base.with_columns(
         pl.col("N").map_elements(lambda v: f"N={v:.4g}", return_dtype=pl.String).alias("model"),
         # A size is (N, D): the step of a store's size key holds D here (lines name it so).
         pl.col("D").fill_null(0.0).round(0).cast(pl.Int64).alias("step"),
     )
-    parts = []
-    for metric in _metric_columns(table, cols, where):
-        values = _positive(table, metric, "--metric", where)
-        parts.append(base.with_columns(pl.lit(metric).alias("metric"), values.alias("value")))
-    frame = pl.concat(parts).sort([*gcols, "metric", "N", "step", "trial_id"])
-    notes = [f"points: {table.height} rows of {where}"]
-    k = _flops_per_param_token(base, cols.flops, notes) if cols.flops else 6.0
-    return TrialValues(frame, gcols, notes, None, d_steps=True, flops_per_param_token=k)
 
 
 def _flops_per_param_token(base: pl.DataFrame, column: str, notes: list[str]) -> float:

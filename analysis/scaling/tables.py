@@ -7,6 +7,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import polars as pl
+
 from analysis.arms import format_value
 from analysis.result import (
     DASH,
@@ -218,10 +220,29 @@ def lr_table(records: list[Record], gcols: list[str]) -> Table:
     )
 
 
+def hidden_table(name: str, title: str, records: list[Record]) -> Table:
+    """A table of numbers only (left out of Markdown and LaTeX), its rows every field of its
+    records so that JSON and the report's files carry them too."""
+    keys = list(dict.fromkeys(k for r in records for k in r))
+    rows = [[_cell(r.get(k)) for k in keys] for r in records]
+    data = pl.DataFrame(records, infer_schema_length=None) if records else None
+    return Table(name=name, title=title, columns=keys, rows=rows, show=False, data=data)
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return DASH
+    if isinstance(v, float):
+        return fmt(v, 6)
+    if isinstance(v, list | tuple):
+        return ", ".join(_cell(x) for x in v)
+    return str(v)
+
+
 def points_table(records: list[Record]) -> Table:
     """The points fitted (numbers only)."""
     title = "the points fitted (per-size means ± CI over trials, or trials)"
-    return records_table("scaling_points", title, [], records, show=False)
+    return hidden_table("scaling_points", title, records)
 
 
 def _yes_no(ok: bool) -> str:
@@ -346,9 +367,29 @@ def prediction_table(records: list[Record], gcols: list[str], pct: str) -> Table
     )
 
 
-def joint_table(records: list[Record], gcols: list[str], pct: str) -> Table:
+def _resamples_cell(r: Record) -> str:
+    """ "fitted (left out: degenerate, unconverged; rescued)"."""
+    if r["bootstrap_resamples"] is None:
+        return DASH
+    out = f"{r['bootstrap_resamples']}"
+    left = []
+    if r.get("bootstrap_degenerate"):
+        left.append(f"{r['bootstrap_degenerate']} too few distinct N or D")
+    if r.get("bootstrap_not_converged"):
+        left.append(f"{r['bootstrap_not_converged']} not converged")
+    if left:
+        out += f" (left out: {', '.join(left)})"
+    if r.get("bootstrap_rescued"):
+        out += f"; {r['bootstrap_rescued']} continued or refitted from the grid"
+    return out
+
+
+def joint_table(
+    records: list[Record], gcols: list[str], pct: str, form: str = "L(N, D) = E + A·N^−α + B·D^−β"
+) -> Table:
     """The joint form L(N, D) per group and metric, with bootstrap intervals and the exponents of
-    the compute-optimal allocation."""
+    the compute-optimal allocation; the resamples and what became of them, and the flags of a
+    doubtful fit (flags.py)."""
     columns = [
         *(value(c) for c in gcols),
         value("metric"),
@@ -364,34 +405,26 @@ def joint_table(records: list[Record], gcols: list[str], pct: str) -> Table:
             "starts at the optimum",
             lambda r: DASH if r["starts"] is None else f"{r['starts_agreeing']}/{r['starts']}",
         ),
-        Column(
-            "resamples (failed)",
-            lambda r: (
-                DASH
-                if r["bootstrap_resamples"] is None
-                else f"{r['bootstrap_resamples']} ({r['bootstrap_failed']})"
-            ),
-        ),
+        Column("resamples fitted", _resamples_cell),
+        Column("flags", lambda r: r.get("flags") or ""),
         Column("remark", lambda r: r["remark"] or ""),
     ]
     return table(
         "scaling_joint",
-        "joint form L(N, D) = E + A·N^−α + B·D^−β by Huber loss on log L; intervals: bootstrap "
-        "over cells (N, D), each resample refitted from the fit",
+        f"joint form {form} by Huber loss on log L; intervals: bootstrap over cells (N, D), "
+        "each resample refitted from the fit (how the cells were drawn: the notes)",
         columns,
         records,
+        optional=("flags", "remark", "at"),
     )
 
 
 def covariance_table(records: list[Record]) -> Table:
     """The joint fit's parameter covariance over its resamples (numbers only)."""
-    columns = [Column(k, lambda r, k=k: fmt(r[k])) for k in records[0]] if records else []
-    return table(
+    return hidden_table(
         "scaling_joint_covariance",
         "covariance of (E, A, α, B, β) over the joint fit's bootstrap resamples",
-        columns,
         records,
-        show=False,
     )
 
 
@@ -431,6 +464,10 @@ def optimal_table(records: list[Record], gcols: list[str], pct: str, k: float) -
     )
 
 
+def _holdout_flag(r: Record) -> str:
+    return "outside its interval more than chance allows" if r.get("missed") else ""
+
+
 def holdout_table(records: list[Record], gcols: list[str], pct: str) -> Table:
     """Every fit refitted without its largest N, predicting it, against the prediction
     interval."""
@@ -460,6 +497,7 @@ def holdout_table(records: list[Record], gcols: list[str], pct: str) -> Table:
             "inside PI",
             lambda r: DASH if r["inside"] is None else f"{r['inside']}/{r['held_out_points']}",
         ),
+        Column("flag", _holdout_flag),
         Column("remark", lambda r: r["remark"] or ""),
     ]
     return table(
@@ -469,6 +507,7 @@ def holdout_table(records: list[Record], gcols: list[str], pct: str) -> Table:
         "a resampled log residual)",
         columns,
         records,
+        optional=("at", "flag", "remark"),
     )
 
 
@@ -507,10 +546,12 @@ def counts_table(records: list[Record], gcols: list[str], pct: str) -> Table:
 
 
 def planned_table(records: list[Record], gcols: list[str], pct: str) -> Table:
-    """`predict`: the value at the planned run per group, with its prediction interval."""
+    """`predict`: the value at each planned run per group, with its prediction interval."""
     columns = [
         *(value(c) for c in gcols),
         value("metric"),
+        Column("N", lambda r: fmt(r["N"], 4)),
+        Column("D", lambda r: DASH if r.get("D") is None else fmt(r["D"], 4)),
         value("points", str),
         Column(f"predicted ({pct} PI)", _interval("predicted", "pi_low", "pi_high")),
         Column("against the largest fitted", lambda r: r["beyond"] or DASH),
@@ -518,7 +559,7 @@ def planned_table(records: list[Record], gcols: list[str], pct: str) -> Table:
     ]
     return table(
         "prediction",
-        "predicted value at the planned run, with its prediction interval",
+        "predicted value at each planned run (one fit per group), with its prediction interval",
         columns,
         records,
     )

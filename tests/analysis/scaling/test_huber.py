@@ -17,8 +17,9 @@ from analysis.__main__ import main
 from analysis.figures import plot_scaling
 from analysis.scaling import scaling
 from analysis.scaling.bootstrap import resampled_points, unit_draws
-from analysis.scaling.huber import HUBER_DELTA, _scaled, fit_huber, objective
+from analysis.scaling.huber import HUBER_DELTA, fit_huber, objective
 from analysis.scaling.robust import Units, huber_record, prediction_records
+from analysis.scaling.robust_fit import residuals_jacobian
 from records.reader import open_store
 from tests.analysis_fixtures import write_power_law_store
 
@@ -54,12 +55,17 @@ def test_objective_and_gradient_match_a_direct_computation() -> None:
             d = HUBER_DELTA
             direct += 0.5 * r * r if abs(r) <= d else d * (abs(r) - 0.5 * d)
         assert objective(np.array(theta), x, y, HUBER_DELTA) == pytest.approx(direct, rel=1e-12)
-        value, grad = _scaled(np.array(theta), x, y, HUBER_DELTA)
-        assert value == pytest.approx(direct / HUBER_DELTA, rel=1e-12)
+        # The residuals' Jacobian (robust_fit.py, what least squares is given) against finite
+        # differences of the residuals, at θ = (e, a, α, b, β) with the D term present.
+        full = np.array([[*theta, np.log(5.0), 0.25]])
+        xd = np.log(np.geomspace(1e6, 1e9, N.size))[None, :]
+        r, jac = residuals_jacobian(full, x[None, :], xd, y[None, :])
         numeric = optimize.approx_fprime(
-            np.array(theta), lambda t: _scaled(t, x, y, HUBER_DELTA)[0], 1e-8
+            full[0],
+            lambda t, xd=xd: residuals_jacobian(t[None, :], x[None, :], xd, y[None, :])[0][0],
+            1e-7,
         )
-        assert grad == pytest.approx(numeric, rel=1e-4, abs=1e-4)
+        assert r.shape == (1, N.size) and jac[0] == pytest.approx(numeric, rel=1e-5, abs=1e-6)
 
 
 def test_optimum_is_no_worse_than_nelder_mead() -> None:

@@ -1,0 +1,76 @@
+"""How long the joint L(N, D) fit and its bootstrap take on tables of 40, 100 and 600 points and
+on the two published tables of tests/analysis/scaling/data, and what became of the resamples:
+
+    python -m bench.scaling_speed [--resamples 1000] [--tables syn40,syn100,...]
+
+The same script runs against another checkout (PYTHONPATH=/path/to/that/checkout) to put the
+before and after side by side: it uses only Cells.of and bootstrap_joint(cells, n_boot=, seed=),
+which both keep. syn40/syn100/syn600 are isoflop_table(rows) of
+tests/analysis/scaling/synthetic_tables.py (Chinchilla's refit with 1% noise); datablations is
+the data-constrained study's 62-run fit set (one point per (N, D) cell: its repeated cells'
+seeds averaged), gadre the over-training study's 95 C4/RedPajama/RefinedWeb runs without the
+held-out 1.4B/6.9B ones, the C4 setting. Prints one line per table; numbers for bench/README.md,
+never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from analysis.scaling.cells import Cells
+from analysis.scaling.joint import bootstrap_joint
+from tests.analysis.scaling.synthetic_tables import isoflop_table
+
+DATA = Path(__file__).resolve().parents[1] / "tests/analysis/scaling/data"
+
+
+def table(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(N, D, loss) of one named table (module docstring)."""
+    if name.startswith("syn"):
+        t = isoflop_table(rows=int(name[3:]), seed=7)
+        return t["N"], t["D"], t["loss"]
+    if name == "datablations":
+        t = pl.read_csv(DATA / "datablations_c4.csv").filter(pl.col("fit_set") == 1)
+    elif name == "gadre":
+        t = pl.read_csv(DATA / "gadre_overtraining.csv").filter(
+            (pl.col("held_out") == 0) & (pl.col("dataset") == "c4")
+        )
+    else:
+        raise SystemExit(f"unknown table {name!r}")
+    return (t[c].to_numpy().astype(np.float64) for c in ("N", "D", "loss"))  # type: ignore[return-value]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--tables", default="syn40,syn100,syn600,datablations,gadre")
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.resamples} resamples")
+    for name in args.tables.split(","):
+        n, d, v = table(name)
+        cells = Cells.of(n, d, v)
+        start = time.perf_counter()
+        boot = bootstrap_joint(cells, n_boot=args.resamples, seed=0)
+        took = time.perf_counter() - start
+        f = boot.fit
+        extra = ", ".join(
+            f"{k} {getattr(boot, k)}"
+            for k in ("degenerate", "not_converged", "rescued")
+            if hasattr(boot, k)
+        )
+        print(
+            f"{name}: {cells.size} cells, {took:.1f} s ({1000 * took / args.resamples:.1f} ms a "
+            f"resample); fit E {f.E:.4g} α {f.alpha:.4g} β {f.beta:.4g} converged "
+            f"{getattr(f, 'converged', '?')}; left out {boot.failed}"
+            + (f"; {extra}" if extra else "")
+        )
+
+
+if __name__ == "__main__":
+    main()
