@@ -57,6 +57,7 @@ from analysis.selection import (
     summary_direction,
 )
 from analysis.settings_flags import ARMS_FLAG, METRICS_FLAG, STATUS_FLAG, flag
+from analysis.sweep_manifest import store_sampled
 from analysis.trial_costs import cost_lines, trial_costs
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
@@ -254,7 +255,9 @@ def ablation(store: Store, settings: AblationSettings) -> Result:
             "(pick others with --metrics)"
         )
         return result
-    arms = assign_arms(trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline)
+    arms = assign_arms(
+        trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline, sampled=store_sampled(store)
+    )
     result.notes += arms.notes
     known = load_trials(store).select("experiment", "trial_id")
     covariate = _covariate(s.options, available)

@@ -36,6 +36,7 @@ from analysis.result import DASH, Column, Result, Table, fmt, fmt_ci, records_ta
 from analysis.seed_stats import check_level, mean_ci
 from analysis.seed_values import arm_seed_values
 from analysis.settings_flags import METRICS_FLAG, STATUS_FLAG, flag
+from analysis.sweep_manifest import store_sampled
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
 from records.reader import DEFAULT_STATUSES, Store, metric_names, read_latest, trial_summary
@@ -246,7 +247,12 @@ def plateau(store: Store, settings: PlateauSettings) -> Result:
         result.notes.append("no eval/ metric with a better direction: give --metric")
         return result
     arms = assign_arms(
-        trials, settings.by, pool=settings.pool, block=settings.block, baseline="mle"
+        trials,
+        settings.by,
+        pool=settings.pool,
+        block=settings.block,
+        baseline="mle",
+        sampled=store_sampled(store),
     )
     result.notes += arms.notes
     per_seed = _per_seed(store, arms, chosen)

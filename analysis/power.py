@@ -48,6 +48,7 @@ from analysis.seed_stats import EQUAL_RTOL, check_level
 from analysis.seed_values import SeedValues
 from analysis.selection import FINAL, VALUES_FLAG, ValueSpec
 from analysis.settings_flags import ARMS_FLAG, METRICS_FLAG, STATUS_FLAG, flag
+from analysis.sweep_manifest import store_sampled
 from analysis.trial_costs import concurrency, hours, per_trial_cost, trial_costs
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
@@ -389,7 +390,9 @@ def power(store: Store, settings: PowerSettings) -> Result:
         result.notes.append("no held-out metrics: give --metric")
         return result
     s = settings
-    arms = assign_arms(trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline)
+    arms = assign_arms(
+        trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline, sampled=store_sampled(store)
+    )
     result.notes += arms.notes
     _check_only(arms, s.only)
     latest, counts = read_latest(store, chosen)
