@@ -277,6 +277,10 @@ def search(store: Store, settings: SearchSettings | None = None) -> Result:
     if complete.height == 0:
         result.notes.append("no trial has the objective value(s) yet: no search view")
         return result
+    result.figure_data["objectives"] = {
+        "labels": [o.label for o in objs],
+        "source": chosen_by.split(",")[0].split(";")[0],
+    }
     complete, cols = _search_columns(trials, complete, objs, sampled_parameters(configs))
     if len(objs) == 1:
         result.tables.append(_best_table(complete, cols, top))
@@ -465,6 +469,7 @@ def _add_pareto(result: Result, complete: pl.DataFrame, cols: _Columns) -> None:
         "objectives": [o.label for o in cols.objs],
         "points": points,
         "front": mask,
+        "trial_id": complete["trial_id"].to_list(),
     }
 
 
