@@ -7,6 +7,7 @@ importing that command's module. A new section is a function here and a line in 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from analysis.cost_panel import cost_panel
 from analysis.figures import MAX_LEGEND
 from analysis.report_figures import Figure, InteractiveFigures, StaticFigures
 from analysis.report_page import Section, write_tables
-from analysis.result import Result
+from analysis.result import Result, Table
 from analysis.selection import FINAL
 from analysis.trial_costs import cost_lines, trial_costs
 from records.metric_names import DECOMPOSITION_LEAVES, splits
@@ -59,9 +60,43 @@ class ReportContext:
         settings = COMMANDS[command].load("settings")(**options)
         result = call(settings, str(self.store.root), self.store.experiments)
         assert isinstance(result, Result)
+        say_one_seed(result)
         self.results[command] = result
         self.files.update(write_tables(result, self.tables_dir))
         return result
+
+
+CI_CLAIM = re.compile(r"mean ± (?:[0-9.]+% )?CI over seeds(?: \(t distribution\))?")
+"""What a table's title or a header line promises: a mean and its interval over seeds."""
+ONE_SEED = "the value of one seed (one seed: no interval)"
+
+
+def _seed_counts(t: Table) -> list[int] | None:
+    """The table's `seeds` column as numbers; None without one."""
+    if "seeds" not in t.columns or not t.rows:
+        return None
+    k = t.columns.index("seeds")
+    try:
+        return [int(row[k]) for row in t.rows]
+    except ValueError:
+        return None
+
+
+def say_one_seed(result: Result) -> None:
+    """Where every arm of a table has one seed, its title says so instead of promising a mean
+    and an interval over seeds (the cells are one trial's values); where every table of
+    `result` is so, its header lines too. Mixed tables keep the title: their notes name the
+    arms of one seed."""
+    counts: list[int] = []
+    for t in result.tables:
+        seeds = _seed_counts(t)
+        if seeds is None:
+            continue
+        counts += seeds
+        if max(seeds) <= 1:
+            t.title = CI_CLAIM.sub(ONE_SEED, t.title)
+    if counts and max(counts) <= 1:
+        result.header = [CI_CLAIM.sub(ONE_SEED, line) for line in result.header]
 
 
 def _loss_of(arms: Arms) -> dict[str, str]:

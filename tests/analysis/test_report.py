@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +21,18 @@ import pytest
 
 from analysis.__main__ import main
 from analysis.report import ReportSettings, write_report
-from bench.synthetic_store import generate_store
+from bench.synthetic_store import (
+    generate_store,
+    trial_config,
+    write_metric_rows,
+    write_trial_states,
+)
+from orchestrator.cli import stored_sweep
+from orchestrator.status import experiment_status
+from records.layout import trial_row
 from records.reader import open_store
 from tests.analysis.demo_stores import CPU_PER_WALL, STARTUP_S, write_demo_store
-from tests.analysis_fixtures import write_golden_store
+from tests.analysis_fixtures import at, write_golden_store
 from tests.chromium import CHROMIUM_FLAGS, ensure_chromium
 
 SIZES = {"s": 1_000_000, "m": 4_000_000, "l": 16_000_000, "xl": 64_000_000}
@@ -213,6 +222,129 @@ def test_cost_panel_agrees_with_the_stores_own_numbers(tmp_path: Path) -> None:
     assert mle["peak_mem_mb"] == pytest.approx(610.0)
     html = page.read_text(encoding="utf-8")
     assert {"fig-cost"} <= set(plot_specs(html))
+
+
+def page_text(html: str) -> str:
+    """What a reader sees: the page without its scripts and tags, entities decoded, each run of
+    white space one space."""
+    import html as html_module
+
+    text = re.sub(r"<script.*?</script>", " ", html, flags=re.S)
+    text = html_module.unescape(re.sub(r"<[^>]+>", " ", text))
+    return re.sub(r"\s+", " ", text)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DEL_CPU = ROOT / "studies" / "del_cpu" / "results"
+"""A real store: the del_cpu study's Optuna search (24 trials of del over del.alpha and
+del.decay_base, objective eval/test/digit_acc max) beside its grids."""
+
+
+def test_the_report_names_the_best_trial_numsweep_status_names(tmp_path: Path) -> None:
+    # A copy: numsweep status opens the search's Optuna storage beside the manifest.
+    root = shutil.copytree(DEL_CPU, tmp_path / "results")
+    out = tmp_path / "report"
+    argv = ["report", str(root), "--experiment", "del-cpu-search", "-o", str(out)]
+    assert main(argv) == 0
+    html = (out / "index.html").read_text(encoding="utf-8")
+    summary = html.split('<h2 id="learning-curves">')[0]
+    said = re.search(
+        r"best trial by ([^ ]+) \(max\) \(the sweep&#x27;s objective\): <b>([^<]+)</b> "
+        r"\(([^)]+(?:\))?)\), ([0-9.]+)",
+        summary,
+    )
+    assert said, summary[-3000:]
+    metric, trial, value = said.group(1), said.group(2), float(said.group(4))
+    status = experiment_status(str(root), stored_sweep(str(root), "del-cpu-search"))
+    best = re.search(r"best max (\S+): ([0-9.]+) \(trial (\S+), loss (\S+)\)", status)
+    assert best, status
+    assert metric == best.group(1) == "eval/test/digit_acc"
+    assert trial == best.group(3)
+    assert value == pytest.approx(float(best.group(2)), abs=5e-5)  # 4 significant digits
+    # The search's own tables rank by the same: its first row is that trial.
+    records = json.loads((out / "tables" / "search.json").read_text())["tables"]
+    ranked = next(t for t in records if t["name"] == "search_best")["records"]
+    assert ranked[0]["trial_id"] == trial
+    # del's parameters by their namespaced names, judged over its 24 trials (24! orderings:
+    # random permutations, not the exact test).
+    importance = next(t for t in records if t["name"] == "search_importance")["records"]
+    judged = {r["parameter"]: r for r in importance}
+    assert {"del.alpha", "del.decay_base"} <= set(judged) and "alpha" not in judged
+    assert judged["del.alpha"]["trials"] == 24
+    assert judged["del.alpha"]["p_method"] == "permutation"
+
+
+def _two_losses_four_trials(root: Path) -> Path:
+    """Four del and four ntl_was trials, each loss's `alpha` in its own column: the objective
+    rises with del's α (0.01 … 0.04 → 0.1 … 0.4) and falls with ntl_was's (0.3 … 0.6 → 0.4 …
+    0.1), a perfect rank correlation each (ρ = +1 and −1)."""
+    rows, states = [], []
+    for k in range(4):
+        for j, loss in enumerate(("del", "ntl_was")):
+            trial = f"{loss}_{k}"
+            alpha = 0.01 * (k + 1) if loss == "del" else 0.3 + 0.1 * k
+            objective = 0.1 * (k + 1) if loss == "del" else 0.4 - 0.1 * k
+            for step, value in ((0, 0.05), (100, objective)):
+                rows.append((trial, 0, step, "eval/test/digit_acc", value, at(10 * k + j + step)))
+                rows.append((trial, 0, step, "eval/test/ce", 2.0 - value, at(10 * k + j + step)))
+            config = trial_config(loss=loss, params={"alpha": alpha}, seed=k)
+            states.append(trial_row(trial, "TERMINATED", config, start=at(10 * k + j), ts=at(999)))
+    write_metric_rows(root, "two", rows)
+    write_trial_states(root, "two", states)
+    return root
+
+
+def test_the_reports_importance_is_per_loss_with_exact_p(tmp_path: Path) -> None:
+    root = _two_losses_four_trials(tmp_path / "results")
+    out = tmp_path / "report"
+    argv = ["report", str(root), "-o", str(out), "--objective", "eval/test/digit_acc:max"]
+    assert main(argv) == 0
+    text = page_text((out / "index.html").read_text(encoding="utf-8"))
+    # By hand: 4 trials have 4! = 24 orderings; only the identity gives ρ = +1 and only its
+    # reverse ρ = −1, so the two-sided exact p of |ρ| = 1 is 2/24 = 1/12 = 0.0833, for each
+    # loss's α over its own 4 trials. Pooled into one `alpha` column the 8 trials would give
+    # neither ρ.
+    rows = re.findall(r"(\S+\.alpha) 4 \S+ 4 1 (-?1) p=([0-9.]+) \(exact permutation\)", text)
+    assert sorted(rows) == [("del.alpha", "1", "0.0833"), ("ntl_was.alpha", "-1", "0.0833")]
+    records = json.loads((out / "tables" / "search.json").read_text())["tables"]
+    importance = next(t for t in records if t["name"] == "search_importance")["records"]
+    by_name = {r["parameter"]: r for r in importance}
+    assert "alpha" not in by_name
+    for name in ("del.alpha", "ntl_was.alpha"):
+        assert by_name[name]["p"] == pytest.approx(1 / 12, rel=1e-12)
+        assert by_name[name]["p_method"] == "exact permutation"
+    # Labels name the sampled parameter of each trial's arm.
+    assert "del (alpha=0.01)" in text and "ntl_was (alpha=0.6)" in text
+
+
+def test_the_one_seed_report_promises_no_interval(tmp_path: Path) -> None:
+    html = make_demo_report(tmp_path, (0,)).read_text(encoding="utf-8")
+    text = page_text(html)
+    # No title or header claims a mean ± CI over seeds that a single seed cannot give.
+    assert "CI over seeds" not in text and "band: 95%" not in text
+    summary = page_text(html.split('<h2 id="learning-curves">')[0])
+    assert summary.count("the value of one seed (one seed: no interval)") == 2  # test, extra
+    assert "one seed: no interval for mle, del (alpha=0.161, decay_base=1.31)" in text
+    assert " ± " not in text  # no cell has an interval
+    # The table files say the same as the page.
+    first = (tmp_path / "report" / "tables" / "ablation_test.md").read_text().splitlines()[0]
+    assert first.endswith("the value of one seed (one seed: no interval); bold: best in column")
+    # Nothing judges a loss's parameter on its one trial: only `loss` (4 trials, 4 levels,
+    # η² 1 at chance 1, which the table shows beside it) is in the importance table.
+    search = json.loads((tmp_path / "report" / "tables" / "search.json").read_text())["tables"]
+    importance = next(t for t in search if t["name"] == "search_importance")["records"]
+    assert [(r["parameter"], r["trials"], r["chance"]) for r in importance] == [("loss", 4, 1.0)]
+    # Each table and each plot once.
+    tables = re.findall(r'<h3 id="([^"]+)">', html)
+    assert len(tables) == len(set(tables))
+    divs = re.findall(r'<div id="(fig-[^"]+)"', html)
+    assert divs and len(divs) == len(set(divs)) == len(plot_specs(html))
+
+
+def test_the_three_seed_report_keeps_its_intervals(tmp_path: Path) -> None:
+    text = page_text(make_demo_report(tmp_path, (0, 1, 2)).read_text(encoding="utf-8"))
+    assert "mean ± 95% CI over seeds (t distribution)" in text
+    assert "one seed" not in text and " ± " in text
 
 
 def test_a_missing_plotly_is_exit_2_naming_the_extra(
