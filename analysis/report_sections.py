@@ -107,9 +107,10 @@ def curve_title(what: str, curves: dict[str, dict[str, Curve]], level: float) ->
     """A curves figure's title: what the line and the band are, as the seeds allow."""
     seeds = seeds_per_arm(curves)
     arms = len(seeds)
-    if arms > MAX_LEGEND:
-        return f"{what}: {arms} arms, mean over seeds, coloured by loss (no bands)"
     fewest, most = min(seeds.values(), default=0), max(seeds.values(), default=0)
+    if arms > MAX_LEGEND:
+        each = "one seed each" if most <= 1 else "mean over seeds"
+        return f"{what}: {arms} arms, {each}, coloured by loss (no bands)"
     ci = f"{level * 100:g}% t-interval of the mean"
     if most <= 1:
         return f"{what}: one seed per arm, each line one trial (no band)"

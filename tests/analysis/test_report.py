@@ -272,6 +272,9 @@ def test_the_report_names_the_best_trial_numsweep_status_names(tmp_path: Path) -
     assert {"del.alpha", "del.decay_base"} <= set(judged) and "alpha" not in judged
     assert judged["del.alpha"]["trials"] == 24
     assert judged["del.alpha"]["p_method"] == "permutation"
+    # 24 arms of one seed each: one line per trial, no band, and the title says so.
+    assert "learning curves: 24 arms, one seed each, coloured by loss (no bands)" in html
+    assert "mean over seeds" not in page_text(html)
 
 
 def _two_losses_four_trials(root: Path) -> Path:
@@ -436,11 +439,21 @@ def requested_urls(net_log: Path) -> set[str]:
     return set(re.findall(r'"url":"([^"]+)"', text))
 
 
+def make_search_report(tmp_path: Path) -> Path:
+    """The del_cpu study's real Optuna search (24 trials): history, slices, parallel
+    coordinates of del.alpha and del.decay_base."""
+    out = tmp_path / "report"
+    argv = ["report", str(DEL_CPU), "--experiment", "del-cpu-search", "-o", str(out)]
+    assert main(argv) == 0
+    return out / "index.html"
+
+
 PAGES = {
     "static, four sizes": lambda tmp: make_report(tmp, "--static"),
     "interactive, four sizes": lambda tmp: make_report(tmp),
     "interactive, demo at one seed": lambda tmp: make_demo_report(tmp, (0,)),
     "interactive, demo at three seeds": lambda tmp: make_demo_report(tmp, (0, 1, 2)),
+    "interactive, del_cpu search": make_search_report,
 }
 
 
@@ -477,6 +490,9 @@ def test_report_renders_in_headless_chromium(tmp_path: Path, which: str) -> None
         assert seen["plots"] == 0 and seen["images"] == len(FIGURES)
     else:
         assert seen["plots"] >= 4
+        if which.endswith("search"):  # Optuna-dashboard-like panels, each drawn
+            panels = {"fig-search_history", "fig-search_slices", "fig-search_parallel_0"}
+            assert panels <= set(plot_specs(html))
         raw = [v for v in seen["raw"] if v is not None]
         assert seen["smoothed"] == pytest.approx(ema(raw, 0.9), rel=1e-9)
         assert seen["smoothed"] != pytest.approx(raw)
