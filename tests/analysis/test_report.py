@@ -350,6 +350,26 @@ def test_the_three_seed_report_keeps_its_intervals(tmp_path: Path) -> None:
     assert "one seed" not in text and " ± " in text
 
 
+def test_plotly_stays_out_of_the_gpu_kit() -> None:
+    # The GPU check's kit packs pyproject's run-time dependencies as the committed lock pins
+    # them (bench/gpu_kit.py), beside a 9 MiB tree in one 64 MiB device call with ~4.5 MiB to
+    # spare: plotly (the interactive report's extra: 64 MiB installed, 4.6 MiB of JS per page)
+    # must be neither.
+    from packaging.requirements import Requirement
+
+    from bench import gpu_kit
+
+    required = {Requirement(r).name for r in gpu_kit.runtime_requirements(ROOT / "pyproject.toml")}
+    locked = {p["name"] for p in json.loads(gpu_kit.LOCK.read_text())["install"]}
+    assert "plotly" not in required and not {"plotly", "narwhals"} & locked
+    # A report written where the sweeps write (results/) is git-ignored: its plotly.min.js
+    # never travels with the working tree.
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "results/demo/report/plotly.min.js"], cwd=ROOT, check=False
+    )
+    assert ignored.returncode == 0
+
+
 def test_a_missing_plotly_is_exit_2_naming_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
