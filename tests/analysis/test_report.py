@@ -457,7 +457,7 @@ def page_requests(net_log: Path) -> set[str]:
     """The URLs the page asked Chromium's network stack for (its --log-net-log JSON): requests
     whose initiator is the page (a file:// page's opaque origin, "null"), not those Chromium's
     own services start (initiator "not an origin": its network clock, account and check-in
-    pings, which no flag silences in every Chromium). Files the page reads from disk never go
+    pings, which CHROMIUM_FLAGS do not silence). Files the page reads from disk never go
     through the network stack."""
     log = json.loads(net_log.read_text(encoding="utf-8"))
     start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
