@@ -384,9 +384,9 @@ def test_a_missing_plotly_is_exit_2_naming_the_extra(
 
 # Written first into a copy of the page's <head> (next to it, so relative paths resolve the same
 # way): records console errors and uncaught ones (failed loads too); after load, counts the
-# images that decoded and the plotly figures that drew their traces, then moves the first
-# curves figure's smoothing slider to 0.9 and its x-axis to tokens, and records the first
-# line's values before and after.
+# images that decoded and the plotly figures that drew their traces (parallel coordinates: their
+# axes), then moves the first curves figure's smoothing slider to 0.9 and its x-axis to
+# tokens, and records the first line's values before and after.
 PROBE = """<script>
 window.__errors = [];
 var __error = console.error;
@@ -406,7 +406,9 @@ window.addEventListener('load', function () {
     var plots = Array.prototype.slice.call(document.querySelectorAll('.plotly-graph-div'));
     out.plots = plots.length;
     out.drawn = plots.filter(function (p) {
-      return p.querySelector('.main-svg') && p.querySelectorAll('.trace').length > 0;
+      // a parallel-coordinates figure draws its lines on a canvas and its axes in SVG
+      var parcoords = p.querySelectorAll('.parcoords .y-axis').length >= 2;
+      return p.querySelector('.main-svg') && (p.querySelectorAll('.trace').length > 0 || parcoords);
     }).length;
     var box = document.querySelector('.curve-controls');
     if (box) {
