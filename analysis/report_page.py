@@ -51,11 +51,22 @@ SCRIPT = """<script>
     }
     return out;
   }
+  // plotly.py writes numpy arrays as base64 typed arrays ({dtype, bdata}), which gd.data
+  // keeps as written: decode them to plain numbers.
+  var TYPES = { f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array,
+                i2: Int16Array, u2: Uint16Array, i1: Int8Array, u1: Uint8Array };
+  function values(a) {
+    if (a && a.bdata !== undefined) {
+      var bytes = Uint8Array.from(atob(a.bdata), function (c) { return c.charCodeAt(0); });
+      return Array.from(new TYPES[a.dtype](bytes.buffer));
+    }
+    return Array.from(a || []);
+  }
   function setup(box) {
     var gd = document.getElementById(box.getAttribute('data-plot'));
     if (!gd || !gd.data) { return; }
     var raw = gd.data.map(function (t) {
-      return { x: Array.from(t.x), y: Array.from(t.y), tokens: t.meta && t.meta.tokens };
+      return { x: values(t.x), y: values(t.y), tokens: t.meta && t.meta.tokens };
     });
     var slider = box.querySelector('input[type=range]');
     var shown = box.querySelector('output');

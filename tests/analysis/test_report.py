@@ -414,7 +414,9 @@ window.addEventListener('load', function () {
     if (box) {
       var gd = document.getElementById(box.getAttribute('data-plot'));
       var k = gd.data.findIndex(function (t) { return !!t.name; });
-      out.raw = Array.from(gd.data[k].y);
+      var y = gd.data[k].y;  // plotly.py's base64 typed array, decoded here independently
+      out.raw = y.bdata === undefined ? Array.from(y) : Array.from(new Float64Array(
+        Uint8Array.from(atob(y.bdata), function (c) { return c.charCodeAt(0); }).buffer));
       var slider = box.querySelector('input[type=range]');
       slider.value = '0.9';
       slider.dispatchEvent(new Event('input'));
