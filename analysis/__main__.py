@@ -150,7 +150,7 @@ def _points_run(args: argparse.Namespace, settings: Any) -> Result | Path:
         n_boot_fit=settings.n_boot_fit,
         budgets=settings.budgets,
     )
-    return write_points_report(sca, args.points, settings.out)
+    return write_points_report(sca, args.points, settings.out, settings.static)
 
 
 def run(argv: Sequence[str] | None = None, prog: str = PROG) -> tuple[Result | None, str, str]:

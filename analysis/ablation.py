@@ -58,6 +58,7 @@ from analysis.selection import (
     summary_direction,
 )
 from analysis.settings_flags import METRICS_FLAG, flag
+from analysis.sweep_manifest import store_sampled
 from analysis.trial_costs import cost_lines, trial_costs
 from records.errors import ResultsError
 from records.metric_names import AUX_GRAD_RATIO, AUX_GRAD_TURN_DEG, direction, resolve
@@ -208,7 +209,7 @@ def ablation(store: Store, settings: AblationSettings) -> Result:
             "(pick others with --metrics)"
         )
         return result
-    arms = s.assign(trials)
+    arms = s.assign(trials, store_sampled(store))
     result.notes += arms.notes
     known = load_trials(store).select("experiment", "trial_id")
     covariate = _covariate(s.options, available)

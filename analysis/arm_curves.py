@@ -12,6 +12,7 @@ import polars as pl
 from analysis.arms import Arms
 from analysis.seed_stats import t_quantile
 from analysis.seed_values import arm_seed_values
+from records.metric_names import TOKENS_SEEN
 from records.reader import Store, read_latest
 
 
@@ -60,3 +61,33 @@ def metric_curves(
             n=part["n"].to_numpy(),
         )
     return out, notes
+
+
+def tokens_at_steps(
+    store: Store, arms: Arms, curves: dict[str, dict[str, Curve]]
+) -> dict[str, np.ndarray] | None:
+    """`metric|arm` -> the arm's mean tokens seen (`train/tokens_seen`, over its seeds) at each
+    step of that curve, interpolated between the steps tokens were reported at (0 at step 0);
+    None unless every curve's arm reported them."""
+    seen, _ = metric_curves(store, arms, [TOKENS_SEEN])
+    by_arm = seen.get(TOKENS_SEEN, {})
+    out = {}
+    for metric, curves_of in curves.items():
+        for arm, c in curves_of.items():
+            t = by_arm.get(arm)
+            if t is None or t.steps.size == 0:
+                return None
+            steps, mean = t.steps, t.mean
+            if steps[0] > 0:  # nothing is seen before the first step
+                steps, mean = np.r_[0, steps], np.r_[0.0, mean]
+            out[f"{metric}|{arm}"] = np.interp(c.steps, steps, mean)
+    return out
+
+
+def seeds_per_arm(curves: dict[str, dict[str, Curve]]) -> dict[str, int]:
+    """Arm -> the most seeds any of its curves' points averages."""
+    most: dict[str, int] = {}
+    for by_arm in curves.values():
+        for arm, c in by_arm.items():
+            most[arm] = max(most.get(arm, 0), int(c.n.max()) if c.n.size else 0)
+    return most

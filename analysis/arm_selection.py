@@ -57,10 +57,18 @@ class ArmSelection:
     def __post_init__(self) -> None:
         freeze_lists(self, ("metrics", "values", "by", "pool", "block", "only", "statuses"))
 
-    def assign(self, trials: pl.DataFrame) -> Arms:
-        """`trials` grouped into arms by `by`, `pool` and `block`, the baseline's first."""
+    def assign(
+        self, trials: pl.DataFrame, sampled: frozenset[tuple[str | None, str]] = frozenset()
+    ) -> Arms:
+        """`trials` grouped into arms by `by`, `pool` and `block`, the baseline's first; a
+        search's `sampled` parameters (analysis.sweep_manifest.store_sampled) named in labels."""
         return assign_arms(
-            trials, self.by, pool=self.pool, block=self.block, baseline=self.baseline
+            trials,
+            self.by,
+            pool=self.pool,
+            block=self.block,
+            baseline=self.baseline,
+            sampled=sampled,
         )
 
     def check_only(self, arms: Arms) -> None:

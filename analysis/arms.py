@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from analysis.sweep_manifest import is_sampled
 from records.errors import ResultsError
 from records.reader import config_columns
 
@@ -47,9 +48,12 @@ class Arms:
     notes: list[str] = field(default_factory=list)
 
 
-def _label(values: dict[str, Any]) -> str:
+def _label(values: dict[str, Any], shown: dict[str, Any] | None = None) -> str:
+    """`loss (key=value, …)` from an arm's key values, then the `shown` values (sampled
+    parameters that are one value within the arm)."""
     parts = [format_value(values["loss"])] if values.get("loss") is not None else []
-    extra = [f"{k}={format_value(v)}" for k, v in values.items() if k != "loss" and v is not None]
+    every = {**values, **(shown or {})}
+    extra = [f"{k}={format_value(v)}" for k, v in every.items() if k != "loss" and v is not None]
     if parts and extra:
         return f"{parts[0]} ({', '.join(extra)})"
     return parts[0] if parts else ", ".join(extra) or "(no config)"
@@ -153,8 +157,34 @@ def _unit_notes(trials: pl.DataFrame, pool: Sequence[str], block: Sequence[str])
     return notes
 
 
+def _sampled_values(
+    trials: pl.DataFrame, keys: list[str], sampled: frozenset[tuple[str | None, str]]
+) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Per arm (its key values, in `keys` order): the sampled columns that are not keys and hold
+    one value across the arm's trials (an arm of one trial: its sampled values)."""
+    columns = [c for c in config_columns(trials) if c not in keys and c != "seed"]
+    columns = [c for c in columns if any(column == c for _, column in sampled)]
+    if not columns or not keys:
+        return {}
+    spread = trials.group_by(keys).agg(
+        (pl.col("loss") if "loss" in trials.columns else pl.lit(None)).first().alias("_loss"),
+        *(pl.col(c).drop_nulls().unique().alias(c) for c in columns),
+    )
+    out = {}
+    for row in spread.iter_rows(named=True):
+        loss = row.pop("_loss", None)
+        out[tuple(row[k] for k in keys)] = {
+            c: row[c][0] for c in columns if len(row[c]) == 1 and is_sampled(sampled, loss, c)
+        }
+    return out
+
+
 def _label_arms(
-    members: pl.DataFrame, keys: list[str], baseline_column: str, baseline: str | None
+    members: pl.DataFrame,
+    keys: list[str],
+    baseline_column: str,
+    baseline: str | None,
+    shown: dict[tuple[Any, ...], dict[str, Any]],
 ) -> tuple[pl.DataFrame, list[str], dict[str, dict[str, Any]]]:
     """`members` with each trial's arm label, the labels in display order (baseline arms
     first), and each label's key values."""
@@ -162,7 +192,7 @@ def _label_arms(
     key_values = {}
     labels = []
     for row in distinct.iter_rows(named=True):
-        label = _label(row)
+        label = _label(row, shown.get(tuple(row[k] for k in keys)))
         key_values[label] = row
         labels.append(label)
     is_base = [
@@ -190,9 +220,12 @@ def assign_arms(
     block: Sequence[str] = (),
     baseline_column: str = "loss",
     baseline: str | None = "mle",
+    sampled: frozenset[tuple[str | None, str]] = frozenset(),
 ) -> Arms:
     """Group `trials` (a `load_trials` frame) into arms keyed by `by` plus the configuration columns
-    that vary within a `by` group."""
+    that vary within a `by` group. A parameter a search `sampled` (analysis.sweep_manifest)
+    that is one value within an arm is named in its label too, though it does not key the arm:
+    an arm `del` that ran at a sampled α 0.161 is `del (alpha=0.161)`."""
     configs = config_columns(trials)
     _check_columns(configs, by, pool, block)
     keys, decided = _arm_keys(trials, configs, by, pool, block)
@@ -210,7 +243,8 @@ def assign_arms(
         seed_key.alias("seed_key"),
         *[k for k in keys if k not in ("experiment", "trial_id")],
     )
-    members, order, key_values = _label_arms(members, keys, baseline_column, baseline)
+    shown = _sampled_values(trials, keys, sampled) if sampled else {}
+    members, order, key_values = _label_arms(members, keys, baseline_column, baseline, shown)
     repeated = members.group_by("arm", "seed_key").len().filter(pl.col("len") > 1)
     if repeated.height:
         arm, seed = repeated.sort("arm", "seed_key").row(0)[:2]

@@ -19,6 +19,7 @@ from analysis.seed_stats import MeanCI, check_level, mean_ci
 from analysis.seed_values import arm_seed_values
 from analysis.selection import FINAL
 from analysis.settings_flags import STATUS_FLAG, flag
+from analysis.sweep_manifest import store_sampled
 from records.errors import ResultsError
 from records.metric_names import splits
 from records.reader import (
@@ -186,7 +187,9 @@ def entropy(store: Store, settings: EntropySettings = EntropySettings()) -> Resu
         return result
     have = set(available)
     chosen = [f"eval/{x}/{leaf}" for x in found for leaf in LEAVES if f"eval/{x}/{leaf}" in have]
-    arms = assign_arms(trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline)
+    arms = assign_arms(
+        trials, s.by, pool=s.pool, block=s.block, baseline=s.baseline, sampled=store_sampled(store)
+    )
     result.notes += arms.notes
     latest, counts = read_latest(store, chosen)
     if counts.note():

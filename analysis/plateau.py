@@ -26,6 +26,7 @@ from analysis.plateau_rule import (
 from analysis.result import Result
 from analysis.seed_stats import check_level
 from analysis.settings_flags import METRICS_FLAG, STATUS_FLAG, flag
+from analysis.sweep_manifest import store_sampled
 from records.errors import ResultsError
 from records.metric_names import resolve
 from records.reader import DEFAULT_STATUSES, Store, metric_names, trial_summary
@@ -83,7 +84,12 @@ def plateau(store: Store, settings: PlateauSettings) -> Result:
         result.notes.append("no eval/ metric with a better direction: give --metric")
         return result
     arms = assign_arms(
-        trials, settings.by, pool=settings.pool, block=settings.block, baseline="mle"
+        trials,
+        settings.by,
+        pool=settings.pool,
+        block=settings.block,
+        baseline="mle",
+        sampled=store_sampled(store),
     )
     result.notes += arms.notes
     per_seed = per_seed_values(store, arms, chosen)

@@ -48,6 +48,7 @@ from analysis.seed_stats import EQUAL_RTOL, check_level
 from analysis.seed_values import SeedValues
 from analysis.selection import ValueSpec
 from analysis.settings_flags import flag
+from analysis.sweep_manifest import store_sampled
 from analysis.trial_costs import concurrency, hours, per_trial_cost, trial_costs
 from records.errors import ResultsError
 from records.metric_names import direction, resolve
@@ -364,7 +365,7 @@ def power(store: Store, settings: PowerSettings) -> Result:
         result.notes.append("no held-out metrics: give --metric")
         return result
     s = settings
-    arms = s.assign(trials)
+    arms = s.assign(trials, store_sampled(store))
     result.notes += arms.notes
     s.check_only(arms)
     latest, counts = read_latest(store, chosen)

@@ -1,10 +1,16 @@
-"""The hyper-parameter search view, from the Parquet results alone: the best trials by the
-objective, how much of the objective's variance each parameter explains on its own (η², with a
-rank test from scipy.stats: Spearman's ρ for numeric parameters, Kruskal–Wallis for the others),
-and, for several objectives, the Pareto front (trials no other trial beats on every objective)."""
+"""The hyper-parameter search view, from the results store: the best trials by the objective (by
+default the one the sweep optimised, from its manifest, as `numsweep status` ranks them), how
+much of the objective's variance each parameter explains on its own (η², with a rank test:
+Spearman's ρ for numeric parameters, Kruskal–Wallis for the others, their p by permutation at
+small n), and, for several objectives, the Pareto front (trials no other trial beats on every
+objective).
+
+A loss's parameter is named by its loss (`del.alpha`, `ntl_was.alpha`: the trials table keeps
+both in one `alpha` column) and judged over that loss's trials only: DEL's α is not NTL's."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -17,7 +23,9 @@ from analysis.command_start import freeze_lists
 from analysis.result import DASH, Result, Table, fmt, fmt_p
 from analysis.selection import FINAL, VALUE_FLAG, ValueSpec, select_values
 from analysis.settings_flags import STATUS_FLAG, flag
+from analysis.sweep_manifest import is_sampled, sampled_parameters, search_objectives, sweep_configs
 from records.errors import ResultsError
+from records.layout import TRIAL_COLUMNS
 from records.metric_names import Direction, direction, splits
 from records.reader import (
     DEFAULT_STATUSES,
@@ -33,6 +41,14 @@ MAX_BINS = 5
 """Numeric parameters with more distinct values than this are cut into this many quantile bins
 before their η² is computed."""
 MIN_TRIALS_FOR_IMPORTANCE = 4
+PERMUTATIONS = 9999
+"""Orderings a rank test's permutation p is computed from: all of them where there are no more
+(n ≤ 7 for Spearman's ρ), else this many drawn at random (seed PERMUTATION_SEED)."""
+PERMUTATION_SEED = 0
+ASYMPTOTIC_FROM = 500
+"""From this many trials on, the rank tests' p come from scipy's large-sample approximations (t
+for ρ, χ² for Kruskal–Wallis), which scipy calls reasonable above about 500; below, from
+permutations. At n = 3, ρ = −1 has the exact p 1/3 where the t approximation says 0."""
 
 
 @dataclass(frozen=True)
@@ -120,22 +136,94 @@ def eta_squared(y: np.ndarray, labels: Sequence[str]) -> float | None:
     return between / total
 
 
-def rank_test(y: np.ndarray, values: Sequence[object]) -> tuple[float | None, float | None]:
-    """(Spearman's ρ, its p) for a numeric parameter, (None, Kruskal–Wallis p) for a categorical
-    one: does the objective move with the parameter at all? Trials without the parameter (null)
-    are left out; (None, None) when the test is undefined (one level, constant objective)."""
+@dataclass(frozen=True)
+class RankTest:
+    """Does the objective move with a parameter at all? Spearman's ρ (numeric parameters) or
+    Kruskal–Wallis (the others), with its p and how the p was computed."""
+
+    rho: float | None
+    p: float | None
+    test: str | None
+    """spearman or kruskal; None where no test is defined."""
+    method: str | None
+    """exact permutation, permutation, or asymptotic."""
+
+
+NO_TEST = RankTest(None, None, None, None)
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> RankTest:
+    """ρ, and its two-sided p from the orderings of x against y (exact where n! ≤ PERMUTATIONS)."""
+    rho = float(stats.spearmanr(x, y).statistic)
+    n = x.size
+    if n >= ASYMPTOTIC_FROM:
+        return RankTest(rho, float(stats.spearmanr(x, y).pvalue), "spearman", "asymptotic")
+    ry = stats.rankdata(y)
+    ry = ry - ry.mean()
+
+    def statistic(rx: np.ndarray, axis: int) -> np.ndarray:
+        # Pearson's r of the ranks = Spearman's ρ (average ranks for ties, as scipy's).
+        centred = rx - rx.mean(axis=axis, keepdims=True)
+        return (centred * ry).sum(axis=axis) / np.sqrt((centred**2).sum(axis=axis) * (ry**2).sum())
+
+    res = stats.permutation_test(
+        (stats.rankdata(x),),
+        statistic,
+        permutation_type="pairings",
+        vectorized=True,
+        n_resamples=PERMUTATIONS,
+        rng=np.random.default_rng(PERMUTATION_SEED),
+    )
+    exact = math.factorial(n) <= PERMUTATIONS
+    return RankTest(rho, float(res.pvalue), "spearman", _method(exact))
+
+
+def _kruskal(groups: list[np.ndarray]) -> RankTest:
+    """Kruskal–Wallis across the groups, its p from reassigning the trials to the groups (their
+    sizes kept): every ordering of the trials where n! ≤ PERMUTATIONS, else random ones."""
+    n = sum(g.size for g in groups)
+    if n >= ASYMPTOTIC_FROM:
+        return RankTest(None, float(stats.kruskal(*groups).pvalue), "kruskal", "asymptotic")
+    ranks = stats.rankdata(np.concatenate(groups))
+    members = np.split(np.arange(n), np.cumsum([g.size for g in groups])[:-1])
+
+    def statistic(r: np.ndarray, axis: int) -> np.ndarray:
+        # H is 12/(N(N+1))·Σ R_i²/n_i − 3(N+1) over a tie correction that reassigning trials
+        # keeps: Σ R_i²/n_i orders the reassignments as H does.
+        r = np.moveaxis(r, axis, -1)
+        return sum(r[..., m].sum(axis=-1) ** 2 / m.size for m in members)
+
+    res = stats.permutation_test(
+        (ranks,),
+        statistic,
+        permutation_type="pairings",
+        vectorized=True,
+        n_resamples=PERMUTATIONS,
+        alternative="greater",
+        rng=np.random.default_rng(PERMUTATION_SEED),
+    )
+    return RankTest(None, float(res.pvalue), "kruskal", _method(math.factorial(n) <= PERMUTATIONS))
+
+
+def _method(exact: bool) -> str:
+    return "exact permutation" if exact else "permutation"
+
+
+def rank_test(y: np.ndarray, values: Sequence[object]) -> RankTest:
+    """Spearman's ρ and its p for a numeric parameter, Kruskal–Wallis' p for a categorical one.
+    Trials without the parameter (null) are left out; no test below 3 trials, with one level
+    or a constant objective."""
     keep = [i for i, v in enumerate(values) if v is not None]
     if len(keep) < 3:
-        return None, None
+        return NO_TEST
     yk = np.asarray(y, dtype=np.float64)[keep]
     vk = [values[i] for i in keep]
     if np.ptp(yk) == 0 or len(set(vk)) < 2:
-        return None, None
+        return NO_TEST
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in vk):
-        res = stats.spearmanr(np.asarray(vk, dtype=np.float64), yk)
-        return float(res.statistic), float(res.pvalue)
+        return _spearman(np.asarray(vk, dtype=np.float64), yk)
     groups = [yk[[j for j, v in enumerate(vk) if v == level]] for level in dict.fromkeys(vk)]
-    return None, float(stats.kruskal(*groups).pvalue)
+    return _kruskal(groups)
 
 
 @dataclass(frozen=True)
@@ -143,8 +231,9 @@ class SearchSettings:
     """Options of the search command (`python -m analysis search --help` names each flag)."""
 
     objectives: tuple[str, ...] = field(default=(), metadata=flag("--objective"))
-    """METRIC[:max|min], one or several (--objective): several give a Pareto front; empty:
-    gen/macc where the store has it, else CE on the first evaluation split."""
+    """METRIC[:max|min], one or several (--objective): several give a Pareto front; empty: the
+    objectives the sweep optimised (its manifest's search.objectives, as `numsweep status`
+    ranks trials), else gen/macc where the store has it, else CE on the first split."""
     value: ValueSpec = field(default=FINAL, metadata=VALUE_FLAG)
     """Which value of a trial is its objective (--value): final, best, step:N, ..."""
     top: int = 10
@@ -167,7 +256,8 @@ def search(store: Store, settings: SearchSettings | None = None) -> Result:
     result.header.append(f"experiments: {', '.join(store.experiments)}")
     if trials.height == 0:
         return result
-    chosen = _choose_objectives(objectives, metric_names(store), result)
+    configs = sweep_configs(store)
+    chosen = _choose_objectives(objectives, metric_names(store), result, configs)
     if chosen is None:
         return result
     objs, chosen_by = chosen
@@ -187,25 +277,46 @@ def search(store: Store, settings: SearchSettings | None = None) -> Result:
     if complete.height == 0:
         result.notes.append("no trial has the objective value(s) yet: no search view")
         return result
-    cols = _search_columns(trials, complete, objs)
+    result.figure_data["objectives"] = {
+        "labels": [o.label for o in objs],
+        "source": chosen_by.split(",")[0].split(";")[0],
+    }
+    complete, cols = _search_columns(trials, complete, objs, sampled_parameters(configs))
     if len(objs) == 1:
         result.tables.append(_best_table(complete, cols, top))
     else:
         _add_pareto(result, complete, cols)
     _add_importance(result, complete, cols)
+    result.figure_data["trials"] = _trial_history(complete, cols)
     return result
 
 
 def _choose_objectives(
-    objectives: Sequence[str], available: Sequence[str], result: Result
+    objectives: Sequence[str],
+    available: Sequence[str],
+    result: Result,
+    configs: dict[str, dict] | None = None,
 ) -> tuple[list[Objective], str] | None:
-    """The objectives given (parsed), else the default one, with how they were chosen; None (and
-    a note on `result`) when none is given and the store has none to default to."""
+    """The objectives given (parsed), else the sweep's (its manifest's), else the default one,
+    with how they were chosen; None (and a note on `result`) when there is none to use."""
     if objectives:
         objs = [parse_objective(o, available) for o in objectives]
         if len({o.metric for o in objs}) != len(objs):
             raise ResultsError("--objective: each metric at most once")
         return objs, "given"
+    swept = search_objectives(configs or {})
+    if swept is not None:
+        missing = [m for m, _ in swept.objectives if m not in available]
+        if not missing:
+            objs = [Objective(m, d) for m, d in swept.objectives]  # type: ignore[arg-type]
+            return objs, (
+                f"the sweep's, from the manifest of {', '.join(swept.experiments)}, as numsweep "
+                "status ranks trials; choose with --objective METRIC[:max|min]"
+            )
+        result.notes.append(
+            f"the sweep's objective {', '.join(missing)} has no value in the store yet: "
+            "ranked by the default instead"
+        )
     found = default_objective(available)
     if found is None:
         result.notes.append(
@@ -241,11 +352,16 @@ def _with_objective_values(
 @dataclass(frozen=True)
 class _Columns:
     """What the best and Pareto tables show per trial: its id, status, objective values and the
-    parameters that vary."""
+    parameters that vary (a loss's parameter as `loss.name`); which of those the importance
+    table judges, and over which loss's trials."""
 
     objs: list[Objective]
     id_cols: list[str]
     params: list[str]
+    loss_of: dict[str, str]
+    """A loss parameter's column (`del.alpha`) -> its loss: judged over that loss's trials."""
+    judged: list[str]
+    """The columns the importance table judges: those that vary (within their loss)."""
 
     @property
     def obj_cols(self) -> list[str]:
@@ -275,16 +391,49 @@ class _Columns:
         ]
 
 
+def loss_parameter_columns(trials: pl.DataFrame) -> list[str]:
+    """The trials table's loss-parameter columns (`alpha`, `decay_base`, …): every column the
+    layout does not name itself."""
+    fixed = {*TRIAL_COLUMNS.names, "experiment"}
+    return [c for c in config_columns(trials) if c not in fixed]
+
+
 def _search_columns(
-    trials: pl.DataFrame, complete: pl.DataFrame, objs: list[Objective]
-) -> _Columns:
-    """The parameters that vary across the complete trials (the experiment first when there are
-    several, which also joins the trial id)."""
-    params = [c for c in config_columns(trials) if c != "experiment" and complete[c].n_unique() > 1]
+    trials: pl.DataFrame,
+    complete: pl.DataFrame,
+    objs: list[Objective],
+    sampled: frozenset[tuple[str | None, str]] = frozenset(),
+) -> tuple[pl.DataFrame, _Columns]:
+    """`complete` with a column per loss parameter by its loss (`del.alpha`: alpha where the
+    loss is del, null elsewhere), and what the tables show: the columns that vary (the
+    experiment first when there are several, which also joins the trial id), a loss's
+    parameter where it varies within that loss or was sampled."""
+    shared = [c for c in config_columns(trials) if c not in loss_parameter_columns(trials)]
+    params = [c for c in shared if c != "experiment" and complete[c].n_unique() > 1]
+    judged = list(params)
+    loss_of: dict[str, str] = {}
+    losses = complete["loss"].unique(maintain_order=True).to_list()
+    for column in loss_parameter_columns(trials):
+        for loss in losses:
+            values = complete.filter(pl.col("loss") == loss)[column].drop_nulls()
+            if values.len() == 0:
+                continue
+            name = f"{loss}.{column}"
+            varies = values.n_unique() > 1
+            if not (varies or is_sampled(sampled, loss, column)):
+                continue
+            complete = complete.with_columns(
+                pl.when(pl.col("loss") == loss).then(pl.col(column)).alias(name)
+            )
+            params.append(name)
+            loss_of[name] = loss
+            if varies:
+                judged.append(name)
     if complete["experiment"].n_unique() > 1:
         params.insert(0, "experiment")
+        judged.insert(0, "experiment")
     id_cols = ["experiment", "trial_id"] if complete["experiment"].n_unique() > 1 else ["trial_id"]
-    return _Columns(objs, id_cols, params)
+    return complete, _Columns(objs, id_cols, params, loss_of, judged)
 
 
 def _best_table(complete: pl.DataFrame, cols: _Columns, top: int) -> Table:
@@ -320,21 +469,23 @@ def _add_pareto(result: Result, complete: pl.DataFrame, cols: _Columns) -> None:
         "objectives": [o.label for o in cols.objs],
         "points": points,
         "front": mask,
+        "trial_id": complete["trial_id"].to_list(),
     }
 
 
 def _add_importance(result: Result, complete: pl.DataFrame, cols: _Columns) -> None:
     """η² of each varying parameter, per objective: the table, or a note why there is none."""
-    if not cols.params:
+    if not cols.judged:
         result.notes.append("no parameter varies across these trials: no importance table")
         return
-    if complete.height < MIN_TRIALS_FOR_IMPORTANCE:
+    rows, records, skipped = _importance_rows(complete, cols)
+    if skipped:
         result.notes.append(
-            f"fewer than {MIN_TRIALS_FOR_IMPORTANCE} trials with objective values: "
-            "no importance table"
+            f"fewer than {MIN_TRIALS_FOR_IMPORTANCE} trials with objective values: no importance "
+            f"for {', '.join(skipped)}"
         )
+    if not rows:
         return
-    rows, records = _importance_rows(complete, cols)
     result.tables.append(
         Table(
             name="search_importance",
@@ -343,6 +494,7 @@ def _add_importance(result: Result, complete: pl.DataFrame, cols: _Columns) -> N
             columns=[
                 "objective",
                 "parameter",
+                "trials",
                 "η²",
                 "levels",
                 "chance (k−1)/(n−1)",
@@ -357,28 +509,40 @@ def _add_importance(result: Result, complete: pl.DataFrame, cols: _Columns) -> N
         f"η² is one parameter at a time (correlated parameters are not separated); numeric "
         f"parameters with more than {MAX_BINS} values are cut into {MAX_BINS} quantile bins; "
         "with k levels over n trials a parameter without effect scores about (k−1)/(n−1); "
-        "p: Spearman's rank correlation for numeric parameters, Kruskal–Wallis across levels "
-        "for the others (trials without the parameter left out), uncorrected"
+        "a loss's parameter (del.alpha) over that loss's trials only; p: Spearman's rank "
+        "correlation for numeric parameters, Kruskal–Wallis across levels for the others "
+        f"(trials without the parameter left out), uncorrected, from permutations below "
+        f"{ASYMPTOTIC_FROM} trials (all orderings where there are at most {PERMUTATIONS:,}, "
+        f"else {PERMUTATIONS:,} random ones, seed {PERMUTATION_SEED}), else scipy's "
+        "large-sample approximation; the test column says which"
     )
 
 
-def _importance_rows(complete: pl.DataFrame, cols: _Columns) -> tuple[list[list[str]], list[dict]]:
+def _importance_rows(
+    complete: pl.DataFrame, cols: _Columns
+) -> tuple[list[list[str]], list[dict], list[str]]:
     """The importance table's cells and records: per objective, the parameters by η², highest
-    first (undefined η² last)."""
-    rows, records = [], []
-    n = complete.height
+    first (undefined η² last); and the parameters left out for too few trials."""
+    rows, records, skipped = [], [], []
     for o, c in zip(cols.objs, cols.obj_cols, strict=True):
-        y = complete[c].to_numpy()
         scored = []
-        for p in cols.params:
-            raw = complete[p].to_list()
+        for p in cols.judged:
+            loss = cols.loss_of.get(p)
+            mine = complete if loss is None else complete.filter(pl.col("loss") == loss)
+            if mine.height < MIN_TRIALS_FOR_IMPORTANCE:
+                if p not in skipped:
+                    skipped.append(p)
+                continue
+            y, raw = mine[c].to_numpy(), mine[p].to_list()
             labels, k = _levels(raw)
-            scored.append((p, eta_squared(y, labels), k, *rank_test(y, raw)))
-        scored.sort(key=lambda t: -1.0 if t[1] is None else t[1], reverse=True)
-        for p, eta, k, rho, p_value in scored:
+            scored.append((p, mine.height, eta_squared(y, labels), k, rank_test(y, raw)))
+        scored.sort(key=lambda t: -1.0 if t[2] is None else t[2], reverse=True)
+        for p, n, eta, k, test in scored:
             chance = (k - 1) / (n - 1)
-            test = DASH if p_value is None else fmt_p(p_value)
-            rows.append([o.label, p, fmt(eta), str(k), fmt(chance), fmt(rho, 3), test])
+            p_cell = DASH if test.p is None else f"{fmt_p(test.p)} ({test.method})"
+            rows.append(
+                [o.label, p, str(n), fmt(eta), str(k), fmt(chance), fmt(test.rho, 3), p_cell]
+            )
             records.append(
                 {
                     "objective": o.metric,
@@ -386,14 +550,26 @@ def _importance_rows(complete: pl.DataFrame, cols: _Columns) -> tuple[list[list[
                     "eta_squared": eta,
                     "levels": k,
                     "chance": chance,
-                    "spearman_rho": rho,
-                    "p": p_value,
-                    "test": None
-                    if p_value is None
-                    else "spearman"
-                    if rho is not None
-                    else "kruskal",
+                    "spearman_rho": test.rho,
+                    "p": test.p,
+                    "test": test.test,
+                    "p_method": test.method,
                     "trials": n,
                 }
             )
-    return rows, records
+    return rows, records, skipped
+
+
+def _trial_history(complete: pl.DataFrame, cols: _Columns) -> dict:
+    """What an optimisation-history, slice or parallel-coordinates plot needs: the trials in the
+    order they started, their objective values (n, k), loss and shown parameters."""
+    ordered = complete.sort(["start", "trial_id"], nulls_last=True)
+    return {
+        "objectives": [o.label for o in cols.objs],
+        "directions": [o.direction for o in cols.objs],
+        "trial_id": ordered["trial_id"].to_list(),
+        "loss": ordered["loss"].to_list(),
+        "values": ordered.select(cols.obj_cols).to_numpy(),
+        "params": {p: [plain_value(v) for v in ordered[p].to_list()] for p in cols.params},
+        "loss_of": dict(cols.loss_of),
+    }

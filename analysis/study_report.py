@@ -80,10 +80,15 @@ class StudyReport:
         return json_records(self.out / f"{name}.json", table)
 
     def page(self, root: str, experiment: str, folder: str) -> None:
-        """The static HTML report of `experiment` under `root`, in OUT/<folder>/index.html."""
-        write_report(open_store(root, [experiment]), ReportSettings(out=self.out / folder))
+        """The static HTML report of `experiment` under `root`, in OUT/<folder>/index.html: PNG
+        figures, no JavaScript (plotly's 4.6 MiB per report would not fit the GPU check's one
+        device call beside the tree, bench/gpu_kit.py)."""
+        write_report(
+            open_store(root, [experiment]), ReportSettings(out=self.out / folder, static=True)
+        )
         self.index.append(
-            f"{folder}/index.html: python -m analysis report {root} --experiment {experiment}"
+            f"{folder}/index.html: python -m analysis report {root} --experiment {experiment} "
+            "--static"
         )
 
     def note(self, line: str) -> None:

@@ -9,6 +9,7 @@ log-confidence's direction."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -324,19 +325,55 @@ def test_eta_squared_by_hand() -> None:
     assert eta_squared(np.array([1.0, 1.0]), ["a", "b"]) is None
 
 
-def test_rank_tests_match_scipy() -> None:
-    y = np.array([0.3, 0.5, 0.4, 0.8, 0.7, 0.9])
-    alpha = [0.01, 0.03, 0.02, 0.3, 0.1, 1.0]
-    rho, p = rank_test(y, alpha)
-    ref = stats.spearmanr(alpha, y)
-    assert (rho, p) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-12)
-    loss = ["mle", "mle", "del", "del", "ntl_mse", "ntl_mse"]
-    assert rank_test(y, loss) == (
-        None,
-        pytest.approx(stats.kruskal([0.3, 0.5], [0.4, 0.8], [0.7, 0.9]).pvalue),
+def _two_sided(null: np.ndarray, observed: float) -> float:
+    """scipy's two-sided permutation p: twice the smaller tail, at most 1."""
+    eps = 1e-12 * max(1.0, abs(observed))
+    return min(1.0, 2 * min(np.mean(null <= observed + eps), np.mean(null >= observed - eps)))
+
+
+def test_rank_tests_are_exact_permutation_tests_at_small_n() -> None:
+    # The issue's case: 3 trials, ρ = −1. The t approximation says p = 0; of the 3! orderings
+    # exactly one gives ρ = −1 and one +1, so the exact two-sided p is 2/6.
+    assert stats.spearmanr([1, 2, 3], [3, 2, 1]).pvalue == 0.0
+    test = rank_test(np.array([3.0, 2.0, 1.0]), [1.0, 2.0, 3.0])
+    assert (test.rho, test.p, test.method) == (
+        pytest.approx(-1.0),
+        pytest.approx(1 / 3),
+        "exact permutation",
     )
-    assert rank_test(y, [None, None, 1.0, 1.0, 2.0, 3.0])[1] is not None  # nulls left out
-    assert rank_test(np.ones(6), alpha) == (None, None)
+    # Six trials with a tie: every ordering of the parameter against the objective, by brute force.
+    y = np.array([0.3, 0.5, 0.4, 0.8, 0.7, 0.9])
+    alpha = [0.01, 0.03, 0.02, 0.3, 0.1, 0.3]
+    null = np.array([stats.spearmanr(perm, y).statistic for perm in itertools.permutations(alpha)])
+    test = rank_test(y, alpha)
+    assert test.rho == pytest.approx(stats.spearmanr(alpha, y).statistic, rel=1e-12)
+    assert test.p == pytest.approx(_two_sided(null, test.rho), rel=1e-12)
+    # Kruskal–Wallis over three losses: H for every assignment of the six objective values to
+    # groups of sizes 2, 2, 2 (90 distinct ones), its p the share with H at least the observed.
+    loss = ["mle", "mle", "del", "del", "ntl_mse", "ntl_mse"]
+    observed = stats.kruskal([0.3, 0.5], [0.4, 0.8], [0.7, 0.9]).statistic
+    hs = [
+        stats.kruskal(*(y[list(perm[2 * g : 2 * g + 2])] for g in range(3))).statistic
+        for perm in itertools.permutations(range(6))
+    ]
+    test = rank_test(y, loss)
+    assert test.rho is None and test.test == "kruskal" and test.method == "exact permutation"
+    assert test.p == pytest.approx(np.mean(np.array(hs) >= observed - 1e-12), rel=1e-12)
+    assert rank_test(y, [None, None, 1.0, 1.0, 2.0, 3.0]).p is not None  # nulls left out
+    assert rank_test(np.ones(6), alpha).p is None
+
+
+def test_rank_tests_use_random_permutations_then_the_large_sample_forms() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.random(40)
+    y = x + rng.normal(0, 0.5, 40)
+    test = rank_test(y, list(x))
+    assert test.method == "permutation"
+    # 9,999 random orderings: within Monte Carlo error (sd sqrt(p(1−p)/9999) < 0.005) of t's.
+    assert test.p == pytest.approx(stats.spearmanr(x, y).pvalue, abs=0.02)
+    x, y = rng.random(600), rng.random(600)
+    test = rank_test(y, list(x))
+    assert (test.method, test.p) == ("asymptotic", stats.spearmanr(x, y).pvalue)
 
 
 def test_pareto_mask_matches_brute_force() -> None:

@@ -1,7 +1,8 @@
 """The analysis-only install (issue 60): `pip install numsweep` without extras, built here in a
 virtualenv of its own with uv from the project's pyproject.toml, has no torch, Ray, DeepSpeed or
-Optuna, and runs `python -m analysis report` on a committed store (study 1's); its `numsweep`
-prints its version and, asked to run or read a sweep, says which extra to install (exit 2).
+Optuna, and runs `python -m analysis report --static` on a committed store (study 1's; the
+interactive page asks for the `report` extra); its `numsweep` prints its version and, asked to
+run or read a sweep, says which extra to install (exit 2).
 Before, analysing Parquet on a laptop meant installing the whole training stack (DeepSpeed
 built from source)."""
 
@@ -50,10 +51,14 @@ def test_a_base_install_analyses_a_committed_store(tmp_path):
 
     store = tmp_path / "results"
     shutil.copytree(STORE, store)
-    report = run(
-        [str(python), "-m", "analysis", "report", str(store), "-o", str(tmp_path / "report")],
-        tmp_path,
-    )
+    # The interactive page needs plotly (the `report` extra, 64 MiB, not in the base install):
+    # without it, exit 2 naming the extra and --static; with --static, the PNG page.
+    report_argv = [str(python), "-m", "analysis", "report", str(store), "-o"]
+    interactive = run([*report_argv, str(tmp_path / "interactive")], tmp_path, False)
+    assert interactive.returncode == 2, interactive.stdout
+    assert "numsweep[report]" in interactive.stderr and "--static" in interactive.stderr
+    assert not (tmp_path / "interactive" / "index.html").exists()
+    report = run([*report_argv, str(tmp_path / "report"), "--static"], tmp_path)
     assert (tmp_path / "report" / "index.html").stat().st_size > 0, report.stdout
     assert "del-cpu-ablation" in (tmp_path / "report" / "index.html").read_text()
 

@@ -91,7 +91,7 @@ def test_cli_scaling_predict_and_report_from_a_table(tmp_path: Path, capsys) -> 
     assert pred["predicted"] == pytest.approx(truth, rel=0.01)
     out = tmp_path / "report"
     report = ["report", "--points", str(CHINCHILLA_LIKE), "-o", str(out), "--fit-bootstrap", "20"]
-    assert main(report) == 0
+    assert main([*report, "--static"]) == 0  # PNGs (the report is interactive by default)
     page = (out / "index.html").read_text()
     assert "compute-optimal" in page and "frontier.png" in page
     assert (out / "figures" / "frontier.png").read_bytes()[:4] == b"\x89PNG"
