@@ -146,7 +146,7 @@ def best_setting(root: str) -> tuple[float, float]:
         open_store(root, [SEARCH]), SearchSettings(objectives=("eval/test/digit_acc:max",), top=1)
     )
     record = next(t for t in result.tables if t.name == "search_best").data.to_dicts()[0]
-    return float(record["alpha"]), float(record["decay_base"])
+    return float(record["del.alpha"]), float(record["del.decay_base"])  # named per loss
 
 
 def test_family(
