@@ -290,3 +290,14 @@ def test_rayjob_has_a_cpu_head_gpu_workers_shared_volume_and_token_auth():
         (mount,) = shared
         source = volumes[mount["name"]]["persistentVolumeClaim"]["claimName"]
         assert source == claim["metadata"]["name"]
+
+
+def test_the_image_copies_every_package_the_install_names():
+    """`pip install .` in the image installs the packages pyproject's packages.find includes; a
+    package not copied in is silently missing there (records/ and compat/ were: every import of
+    numsweep on a cluster node failed). Each included package's folder has its COPY line."""
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    packages = [pattern.rstrip("*") for pattern in find["find"]["include"]]
+    dockerfile = (CLUSTER / "Dockerfile").read_text()
+    missing = [p for p in packages if f"COPY --chown=ray:users {p} {p}" not in dockerfile]
+    assert packages and not missing, f"cluster/Dockerfile copies no {missing}"
