@@ -20,6 +20,8 @@ from analysis.sequential.simulate import Operating, operating
 
 MAX_FACTOR = 4
 """The search for the maximum stops at this many times the fixed design's seeds (plus 20)."""
+MAX_LOOKS = 10
+"""The most looks a design of a fixed number of seeds a look may grow to."""
 
 
 @dataclass(frozen=True)
@@ -68,18 +70,28 @@ def plan(
     power: float = 0.8,
     hypotheses: Hypotheses = "both",
     futility: bool = True,
+    seeds_per_look: int | None = None,
 ) -> Plan:
     """The smallest sequential design of `looks` equally spaced looks with the power, and its
-    expected seeds, at a paired-difference sd of `sd` (the metric's units)."""
+    expected seeds, at a paired-difference sd of `sd` (the metric's units). With
+    `seeds_per_look` S, the looks are at S, 2S, … instead (`looks` unused): the smallest
+    multiple of S with the power, at most MAX_LOOKS looks."""
     if not sd > 0:
         raise ValueError(f"the sd of the paired differences must be > 0, got {sd}")
     fixed = fixed_seeds(sd, sesoi, alpha, power, hypotheses)
     if fixed is None:
         raise ValueError(f"no fixed design reaches power {power} for SESOI {sesoi} at sd {sd}")
-    n = max(fixed, looks + 1)
+    step = seeds_per_look or 1
+    n = max(fixed, looks + 1) if seeds_per_look is None else step * -(-fixed // step)
     while True:
+        if seeds_per_look is not None and n > MAX_LOOKS * step:
+            raise ValueError(
+                f"{step} seeds a look: the power needs more than {MAX_LOOKS} looks "
+                f"({MAX_LOOKS * step} seeds; the fixed design needs {fixed}); "
+                "give more seeds a look"
+            )
         test = sequential_test(
-            looks_at(n, looks),
+            looks_at(n, looks) if seeds_per_look is None else tuple(range(step, n + 1, step)),
             sesoi=sesoi,
             hypotheses=hypotheses,
             alpha=alpha,
@@ -90,4 +102,4 @@ def plan(
         found = Plan(test, sd, power, fixed, operating(test, 0.0, sd), operating(test, sesoi, sd))
         if found.power >= power or n >= MAX_FACTOR * fixed + 20:
             return found
-        n += 1
+        n += step

@@ -2,7 +2,7 @@
 
     numsweep study run FILE [--results DIR] [--address A] [--verbose]
     numsweep study status FILE [--results DIR]
-    numsweep study report FILE [--results DIR] [--format md|json]
+    numsweep study report FILE [--results DIR] [--format md|json|html] [-o DIR]
     numsweep study replay FILE --from STORE [--format md|json]
 
 --results defaults to the folder `results` beside the study file. Exit codes: 0 done, 1 trials
@@ -45,7 +45,10 @@ def add_study_parser(sub: Subparsers) -> None:
     common(actions.add_parser("status", help="where the study stands (blind: no arm's value)"))
     report = actions.add_parser("report", help="the stopped study's decision, estimates, cost")
     common(report)
-    report.add_argument("--format", choices=("md", "json"), default="md")
+    report.add_argument("--format", choices=("md", "json", "html"), default="md")
+    report.add_argument(
+        "-o", "--out", metavar="DIR", help="--format html: the folder of index.html and tables/"
+    )
     replay = actions.add_parser("replay", help="the design applied to a store already run")
     common(replay, results=False)
     replay.add_argument("--from", dest="store", required=True, help="results store to replay")
@@ -75,7 +78,19 @@ def _report(args: argparse.Namespace, study: Study) -> int:
     from analysis.result import render
     from orchestrator.study.report import study_report
 
-    sys.stdout.write(render(study_report(_root(args, study), study), args.format))
+    if (args.format == "html") != (args.out is not None):
+        raise StudyError(
+            "--format html writes a page: give -o DIR"
+            if args.out is None
+            else f"-o {args.out}: only --format html writes a folder; md and json print"
+        )
+    result = study_report(_root(args, study), study)  # refused before anything is written
+    if args.format == "html":
+        from orchestrator.study.report_html import write_study_html
+
+        print(write_study_html(result, Path(args.out)))
+        return 0
+    sys.stdout.write(render(result, args.format))
     return 0
 
 

@@ -167,13 +167,13 @@ def _settings(study: Study, seeds: tuple[int, ...] = ()) -> ReplaySettings:
 def study_replay(store_root: str, study: Study) -> Result:
     """The study file's design applied to a store already run (its main experiment)."""
     d = study.spec.design
-    seeds: tuple[int, ...] = ()
-    if d.seeds is not None:
-        seeds = tuple(d.seeds)
-    elif isinstance(d.max_seeds, int):
-        from analysis.sequential import looks_at
-
-        seeds = looks_at(d.max_seeds, 1 if d.spending == "none" else d.looks)
+    seeds = d.look_seeds or ()
+    if not seeds and d.seeds_per_look is not None:
+        raise StudyError(
+            f"{study.path}: design.max_seeds: `pilot` with design.seeds_per_look: the maximum "
+            "comes from a pilot a replay does not have; give design.max_seeds (a multiple of "
+            "design.seeds_per_look) to replay"
+        )
     result = sequential_replay(open_store(store_root, [study.experiment]), _settings(study, seeds))
     result.title = f"Study {study.experiment} replayed: {study.spec.question}"
     return result

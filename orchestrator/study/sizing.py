@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from analysis.sequential import fixed_seeds, looks_at, operating, plan, sequential_test
+from analysis.sequential import fixed_seeds, operating, plan, sequential_test
 from analysis.sequential.design import SequentialTest
 from orchestrator.study.errors import StudyError
 from orchestrator.study.pilot import PilotSummary
@@ -83,10 +83,10 @@ def _test(study: Study, pilot: PilotSummary) -> tuple[SequentialTest, float, flo
     }  # fmt: skip
     looks = 1 if d.spending == "none" else d.looks
     try:
-        if d.planned:
-            p = plan(pilot.sd, looks=looks, **kwargs)  # type: ignore[arg-type]
+        seeds = d.look_seeds
+        if seeds is None:
+            p = plan(pilot.sd, looks=looks, seeds_per_look=d.seeds_per_look, **kwargs)  # type: ignore[arg-type]
             return p.test, p.power, p.at_zero.expected_seeds, p.at_sesoi.expected_seeds
-        seeds = d.seeds or looks_at(int(d.max_seeds), looks)
         test = sequential_test(seeds, **kwargs)  # type: ignore[arg-type]
     except ValueError as err:
         raise StudyError(f"{study.path}: design: {err}") from err

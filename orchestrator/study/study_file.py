@@ -12,6 +12,7 @@ before anything starts (extra keys are refused; the field docstrings are the doc
     secondaries: [{metric: gen/svamp/exact_match}]
     pilot: {seeds: [100, 101]}
     design: {max_seeds: pilot, looks: 3, spending: obrien-fleming, futility: true}
+                                      # or {max_seeds: 9, seeds_per_look: 3}: looks at 3, 6, 9
     budget_hours: 12
 
 `load_study(path)` reads and checks it, and loads its sweep; `StudyFileError` names the file and
@@ -32,6 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from analysis.selection import ValueSpec, parse_value
+from analysis.sequential.design import looks_at
 from orchestrator.sweep.local_paths import absolute_trial_paths
 from orchestrator.sweep.sweep_file import SweepConfig
 from records.metric_names import family
@@ -93,6 +95,11 @@ class Design(_Strict):
     the power, at the pilot's spread of the paired differences) or a number."""
     looks: int = Field(default=3, ge=1, le=10)
     """Looks, equally spaced in seeds up to the maximum (the first at 2 seeds or more)."""
+    seeds_per_look: int | None = Field(default=None, ge=2, le=1000)
+    """Paired seeds each look adds (instead of `looks`): with `max_seeds: 9`, 3 gives looks at
+    3, 6, 9 (max_seeds must be a multiple of it, at most 10 looks); with `max_seeds: pilot`, the
+    pilot's power analysis picks how many looks of this many seeds (the fewest multiple with the
+    power). Not with `seeds`, `looks`, or spending `none`."""
     seeds: list[int] | None = None
     """The paired seeds at each look, e.g. [3, 6, 9] (instead of `looks` and `max_seeds`)."""
     spending: Literal["obrien-fleming", "pocock", "none"] = "obrien-fleming"
@@ -105,7 +112,9 @@ class Design(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Design:
-        if self.seeds is not None:
+        if self.seeds_per_look is not None:
+            self._per_look(self.seeds_per_look)
+        elif self.seeds is not None:
             if len(self.seeds) < 1 or self.seeds[0] < 2 or sorted(set(self.seeds)) != self.seeds:
                 raise ValueError("design.seeds: increasing seed counts, the first at least 2")
             if self.max_seeds not in ("pilot", self.seeds[-1]):
@@ -120,10 +129,52 @@ class Design(_Strict):
             raise ValueError("design.seeds: spending `none` is a fixed design: one look")
         return self
 
+    def _per_look(self, step: int) -> None:
+        """`seeds_per_look`'s refusals: what it cannot go with, a maximum it does not divide."""
+        for key, given in (
+            ("seeds", self.seeds is not None),
+            ("looks", "looks" in self.model_fields_set),
+        ):
+            if given:
+                raise ValueError(
+                    f"design.seeds_per_look: give it or design.{key}, not both "
+                    "(the looks are max_seeds / seeds_per_look)"
+                )
+        if self.spending == "none":
+            raise ValueError(
+                "design.seeds_per_look: spending `none` is a fixed design of one look at "
+                "design.max_seeds"
+            )
+        if self.max_seeds == "pilot":
+            return
+        n = int(self.max_seeds)
+        if n % step:
+            lower, upper = step * (n // step), step * (n // step + 1)
+            looks = ", ".join(map(str, range(step, lower + 1, step))) or "none"
+            raise ValueError(
+                f"design.seeds_per_look: {step} seeds a look do not reach max_seeds {n} (looks "
+                f"at {looks}); give max_seeds {lower or upper}"
+                + (f" or {upper}" if lower else "")
+                + ", or the looks as design.seeds"
+            )
+        if n // step > 10:
+            raise ValueError(
+                f"design.seeds_per_look: max_seeds {n} in looks of {step} is {n // step} looks, "
+                "more than 10"
+            )
+
     @property
-    def planned(self) -> bool:
-        """The maximum comes from the pilot's power analysis."""
-        return self.seeds is None and self.max_seeds == "pilot"
+    def look_seeds(self) -> tuple[int, ...] | None:
+        """The paired seeds at each look when the file fixes them (`seeds`, `max_seeds` with
+        `looks` or `seeds_per_look`); None when the pilot's power analysis sizes them."""
+        if self.seeds is not None:
+            return tuple(self.seeds)
+        if self.max_seeds == "pilot":
+            return None
+        n = int(self.max_seeds)
+        if self.seeds_per_look is not None:
+            return tuple(range(self.seeds_per_look, n + 1, self.seeds_per_look))
+        return looks_at(n, 1 if self.spending == "none" else self.looks)
 
 
 class StudyFile(_Strict):

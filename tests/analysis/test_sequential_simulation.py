@@ -165,3 +165,18 @@ def test_power_is_the_plans_and_expected_seeds_beat_the_fixed_design(
     assert seeds_zero < p.fixed_seeds and seeds_sesoi < p.fixed_seeds
     assert seeds_zero == pytest.approx(p.at_zero.expected_seeds, abs=0.1)
     assert seeds_sesoi == pytest.approx(p.at_sesoi.expected_seeds, abs=0.1)
+
+
+def test_a_plan_in_looks_of_a_fixed_size_is_the_fewest_looks_with_the_power():
+    """With seeds_per_look S the plan's looks are S, 2S, …: its last look has the power and
+    one look fewer (the same procedure, simulated here on its own) has not; past 10 looks it
+    refuses."""
+    p = plan(0.02, 0.02, seeds_per_look=3, alpha=0.05)
+    assert p.test.seeds == tuple(range(3, p.test.max_seeds + 1, 3))
+    assert p.power >= 0.8
+    fewer = sequential_test(p.test.seeds[:-1], sesoi=0.02, alpha=0.05)
+    at_zero, _ = judge(fewer, 0.0, 0.02, seed=7)
+    at_sesoi, _ = judge(fewer, 0.02, 0.02, seed=8)
+    assert min(at_zero["equivalent"], at_sesoi["superior"]) < 0.8
+    with pytest.raises(ValueError, match="more than 10 looks"):
+        plan(0.05, 0.02, seeds_per_look=2)

@@ -3,12 +3,14 @@ study 5's committed store, registered here with study 5's study file (a pilot su
 hand: the report reads the registered design, not the pilot). The report's decision is the
 replay's; its secondaries are paired t-tests on the 6 pairs the decision used (seeds 0–5, which
 ran first in both arms) with Holm's adjustment, checked against scipy's `ttest_rel` and
-statsmodels' Holm; the report is refused while the study has not stopped. Fast: no Ray."""
+statsmodels' Holm; the report is refused while the study has not stopped. The HTML page is read
+back with the standard library's parser: its tables are the JSON's. Fast: no Ray."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from html.parser import HTMLParser
 
 import numpy as np
 import polars as pl
@@ -95,3 +97,80 @@ def test_status_shows_no_value_and_the_report_waits_for_a_stop(registered, capsy
             pl.read_parquet(part).filter(pl.col("trial_id").is_in(kept)).write_parquet(part)
     assert main(["study", "report", str(STUDY), "--results", str(few)]) == 2
     assert "has not stopped" in capsys.readouterr().err
+    page = ["--format", "html", "-o", str(tmp_path / "page")]
+    assert main(["study", "report", str(STUDY), "--results", str(few), *page]) == 2
+    assert "has not stopped" in capsys.readouterr().err and not (tmp_path / "page").exists()
+
+
+class _Tables(HTMLParser):
+    """The page's tables by the id of the heading before each (stdlib parser: the test reads
+    the page as a browser would, not as the writer built it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self._id: str | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "h3":
+            self._id = dict(attrs).get("id")
+        elif tag == "tr" and self._id is not None:
+            self.tables.setdefault(self._id, []).append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._id is not None:
+            self.tables[self._id][-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_the_html_report(registered, capsys, tmp_path):
+    args = ["study", "report", str(STUDY), "--results", str(registered)]
+    assert main([*args, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # html needs -o, and -o is html's only: refused before anything is written
+    assert main([*args, "--format", "html"]) == 2
+    assert "give -o DIR" in capsys.readouterr().err
+    assert main([*args, "-o", str(tmp_path / "md")]) == 2
+    assert not (tmp_path / "md").exists()
+    out = tmp_path / "page"
+    assert main([*args, "--format", "html", "-o", str(out)]) == 0
+    index = out / "index.html"
+    assert capsys.readouterr().out.strip() == str(index)
+    text = index.read_text()
+    assert "decision: equivalent at look 2 of 3" in text and "<script" not in text
+    assert doc["registration"]["content_hash"] in text
+    parser = _Tables()
+    parser.feed(text)
+    tables = parser.tables
+    (head, row) = tables["primary"]
+    ci = row[head.index("90% repeated CI")]
+    low, high = (float(x.replace("−", "-")) for x in ci.strip("[]").split(", "))
+    (arm,) = doc["arms"]
+    assert (row[0], row[1]) == ("del", "equivalent")
+    assert low == pytest.approx(arm["ci_low"], rel=1e-3)
+    assert high == pytest.approx(arm["ci_high"], rel=1e-3)
+    # every look's table and the secondaries (with Holm) as the JSON has them
+    for name in ("looks", "secondary"):
+        (table,) = [t for t in doc["tables"] if t["name"] == name]
+        assert tables[name] == [table["columns"], *table["rows"]]
+    cost = {r[0]: r[1:] for r in tables["cost"][1:]}
+    assert cost["the fixed design (one look, same α and power)"] == [
+        str(doc["fixed_seeds"]),
+        f"{doc['fixed_hours']:.3g}",
+    ]
+    assert float(cost["used (the pairs the decision used)"][1]) == pytest.approx(
+        doc["hours"], rel=1e-2
+    )
+    fields = dict(tables["registration"][1:])
+    assert fields["study file hash (sha256)"] == doc["registration"]["content_hash"]
+    assert fields["looks at (paired seeds)"] == "3, 6, 9"
+    assert (
+        json.loads((out / "tables" / "study-report.json").read_text())["decision"] == "equivalent"
+    )

@@ -9,10 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from analysis.sequential import plan
 from orchestrator.cli import main
+from orchestrator.study.pilot import PilotArm, PilotSummary
+from orchestrator.study.sizing import size_design
 from orchestrator.study.study_file import load_study
 from tests.sweep_runs import ROOT
 
+PILOT = PilotSummary("p", 2, (PilotArm("del", "mle", 2, 0.0, 0.5),), 0.2, 0.1)
+"""A pilot whose paired differences' sd equals the SESOI (0.5)."""
 SHIPPED = sorted((ROOT / "studies").glob("*/study.yaml"))
 
 STUDY = {
@@ -30,6 +35,9 @@ STUDY = {
     "design": {"seeds": [2, 4]},
     "budget_hours": 1,
 }
+
+
+_DROP = object()
 
 
 def _write(tmp_path: Path, doc: dict) -> Path:
@@ -52,8 +60,6 @@ def _with(change: dict) -> dict:
     return doc
 
 
-_DROP = object()
-
 REFUSALS = [
     ({"colour": "red"}, "colour"),  # an unknown key
     ({"sesoi": -1}, "sesoi"),
@@ -65,6 +71,15 @@ REFUSALS = [
     ({"design.spending": "haybittle"}, "design.spending"),
     ({"design.seeds": [4, 2]}, "design.seeds"),
     ({"design.futility": "maybe"}, "design.futility"),
+    ({"design.seeds_per_look": 2}, "design.seeds_per_look"),  # beside design.seeds
+    ({"design.seeds": _DROP, "design.seeds_per_look": 1}, "design.seeds_per_look"),
+    ({"design.seeds": _DROP, "design.seeds_per_look": 2, "design.looks": 2}, "design.looks"),
+    (
+        {"design.seeds": _DROP, "design.seeds_per_look": 2, "design.spending": "none"},
+        "design.seeds_per_look",
+    ),
+    ({"design.seeds": _DROP, "design.max_seeds": 5, "design.seeds_per_look": 2}, "max_seeds 5"),
+    ({"design.seeds": _DROP, "design.max_seeds": 22, "design.seeds_per_look": 2}, "11 looks"),
     ({"pilot.seeds": [1]}, "pilot.seeds"),
     ({"pilot.seeds": [0, 1]}, "pilot.seeds"),  # also main-stage seeds 0-3
     ({"pilot.arms": ["del"]}, "pilot.arms"),  # without the reference
@@ -119,3 +134,26 @@ def test_the_shipped_study_files_validate():
     for path in SHIPPED:
         study = load_study(path)
         assert study.sweep.experiment.endswith("-main") and study.spec.design.seeds is not None
+
+
+def test_seeds_per_look_sets_the_looks(tmp_path, capsys):
+    """Looks every `seeds_per_look` seeds up to max_seeds; a maximum it does not divide is
+    refused with the looks it would give and the maxima that work; from the pilot, the power
+    analysis picks the number of looks (analysis.sequential.plan, checked in
+    tests/analysis/test_sequential_simulation.py), and a replay, which has no pilot, refuses."""
+    doc = _with({"design.seeds": _DROP, "design.max_seeds": 6, "design.seeds_per_look": 2})
+    study = load_study(_write(tmp_path, doc))
+    assert study.spec.design.look_seeds == (2, 4, 6)
+    assert size_design(study, PILOT).seeds == (2, 4, 6)
+    doc["design"]["max_seeds"] = 7
+    path = _write(tmp_path, doc)
+    assert main(["study", "status", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "design.seeds_per_look: 2 seeds a look do not reach max_seeds 7" in err
+    assert "(looks at 2, 4, 6); give max_seeds 6 or 8" in err
+    doc["design"] = {"seeds_per_look": 3}  # max_seeds: pilot
+    path = _write(tmp_path, doc)
+    design = size_design(load_study(path), PILOT)
+    assert design.seeds == plan(0.5, 0.5, seeds_per_look=3).test.seeds == (3, 6, 9, 12)
+    assert main(["study", "replay", str(path), "--from", str(tmp_path)]) == 2
+    assert "design.max_seeds: `pilot` with design.seeds_per_look" in capsys.readouterr().err
