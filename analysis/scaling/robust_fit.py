@@ -192,13 +192,34 @@ def fit_grid(form: JointForm, pts: Points, refine: int = REFINE) -> tuple[Solved
     r, _ = residuals_jacobian(starts, pts.xn[None, :], pts.xd[None, :], pts.y[None, :])
     values = huber_value(r, form.delta, pts.w)
     order = np.argsort(np.where(np.isfinite(values), values, np.inf))[:refine]
-    solved = [solve(form, pts, starts[i]) for i in order]
+    solved = _refine(form, pts, starts[order])
     losses = np.array([s.loss for s in solved])
     best = solved[int(np.argmin(losses))]
     agree = int(np.sum(losses <= best.loss * (1 + AGREE_RTOL) + 1e-15))
     if not best.converged:
         best = _continued(form, pts, best)
     return best, len(solved), agree
+
+
+def _refine(form: JointForm, pts: Points, starts: np.ndarray) -> list[Solved]:
+    """The starts (S, 5) refined together (batch_fit.solve_batch), the best of them then polished
+    by least squares (whose end and convergence the full fit reports); a start the batch does
+    not finish is refined alone by least squares, as before the batch."""
+    from analysis.scaling.batch_fit import solve_batch  # batch_fit builds on this module
+
+    k = starts.shape[0]
+    rows = [np.broadcast_to(v[None, :], (k, v.size)) for v in (pts.xn, pts.xd, pts.y)]
+    w = None if pts.w is None else np.broadcast_to(pts.w[None, :], (k, pts.w.size))
+    batch = solve_batch(form, *rows, w, starts)
+    out = [
+        Solved(batch.theta[i], float(batch.loss[i]), True, 0)
+        if batch.converged[i]
+        else solve(form, pts, batch.theta[i])
+        for i in range(k)
+    ]
+    best = int(np.argmin([s.loss for s in out]))
+    out[best] = solve(form, pts, out[best].theta)
+    return out
 
 
 def _continued(form: JointForm, pts: Points, stopped: Solved) -> Solved:
@@ -215,7 +236,13 @@ def refit(form: JointForm, pts: Points, start: np.ndarray) -> tuple[Solved, str]
     first = solve(form, pts, start)
     if first.converged:
         return first, "warm"
-    more = _continued(form, pts, first)
+    return resume(form, pts, first)
+
+
+def resume(form: JointForm, pts: Points, stopped: Solved) -> tuple[Solved, str]:
+    """A fit stopped short of convergence (by least squares' evaluation limit, or a batch's
+    step limit: batch_fit.py) continued, then refitted from the grid, as `refit` says."""
+    more = _continued(form, pts, stopped)
     if more.converged:
         return more, "continued"
     grid, _, _ = fit_grid(form, pts, refine=2)  # a fallback: the two best starts of the grid
