@@ -15,14 +15,16 @@ never asserted.
     python -m bench.scaling_speed --whole /path/to/before,/path/to/after [--rounds 1]
 
 times the whole `python -m analysis scaling --points` command on the over-training table's 95
-runs in three groups (WHOLE_ARGS, 1,000 resamples) under each checkout in turn (PYTHONPATH set
-to it), round after round, with the load average before each run.
+runs in three groups (WHOLE_ARGS, --resamples as its --fit-bootstrap) under each checkout in
+turn (PYTHONPATH set to it), round after round: wall seconds, and the CPU seconds (user + sys)
+the command used, which a shared machine's load stretches far less than the wall time.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -61,15 +63,17 @@ WHOLE_ARGS = (
 """The over-training study's fit (its held-out runs left out, one fit per dataset, α = β)."""
 
 
-def whole(checkouts: list[str], rounds: int) -> None:
-    """Wall seconds of the whole command under each checkout, interleaved (module docstring)."""
+def whole(checkouts: list[str], rounds: int, resamples: int) -> None:
+    """Wall and CPU seconds of the whole command under each checkout, interleaved (module
+    docstring)."""
     for r in range(rounds):
         for path in checkouts:
             load = os.getloadavg()[0]
             env = {**os.environ, "PYTHONPATH": path}
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             done = subprocess.run(
-                [sys.executable, "-m", "analysis", *WHOLE_ARGS],
+                [sys.executable, "-m", "analysis", *WHOLE_ARGS, "--fit-bootstrap", str(resamples)],
                 env=env,
                 cwd=path,
                 capture_output=True,
@@ -77,9 +81,11 @@ def whole(checkouts: list[str], rounds: int) -> None:
                 check=False,
             )
             took = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
             print(
-                f"round {r + 1} {path}: {took:.1f} s wall (exit {done.returncode}), load "
-                f"average before {load:.2f}",
+                f"round {r + 1} {path}, {resamples} resamples: {took:.1f} s wall, {cpu:.1f} s "
+                f"CPU (exit {done.returncode}), load average before {load:.2f}",
                 flush=True,
             )
 
@@ -92,7 +98,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     if args.whole:
-        whole(args.whole.split(","), args.rounds)
+        whole(args.whole.split(","), args.rounds, args.resamples)
         return
     print(f"load average {os.getloadavg()[0]:.2f}; {args.resamples} resamples")
     for name in args.tables.split(","):
