@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.scaling.forms import EXPONENT_BOUNDS, JointForm
-from analysis.scaling.robust_fit import huber_value, residuals_jacobian
+from analysis.scaling.log_residuals import huber_value, residuals_jacobian
 
 MAX_ITER = 1000
 """Steps before an unfinished problem is handed back to least_squares."""
