@@ -11,12 +11,22 @@ the data-constrained study's 62-run fit set (one point per (N, D) cell: its repe
 seeds averaged), gadre the over-training study's 95 C4/RedPajama/RefinedWeb runs without the
 held-out 1.4B/6.9B ones, the C4 setting. Prints one line per table; numbers for bench/README.md,
 never asserted.
+
+    python -m bench.scaling_speed --whole /path/to/before,/path/to/after [--rounds 1]
+
+times the whole `python -m analysis scaling --points` command on the over-training table's 95
+runs in three groups (WHOLE_ARGS, --resamples as its --fit-bootstrap) under each checkout in
+turn (PYTHONPATH set to it), round after round: wall seconds, and the CPU seconds (user + sys)
+the command used, which a shared machine's load stretches far less than the wall time.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -46,11 +56,50 @@ def table(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (t[c].to_numpy().astype(np.float64) for c in ("N", "D", "loss"))  # type: ignore[return-value]
 
 
+WHOLE_ARGS = (
+    *("scaling", "--points", str(DATA / "gadre_overtraining.csv")),
+    *("--where", "held_out=0", "--group", "dataset", "--tie-exponents"),
+)
+"""The over-training study's fit (its held-out runs left out, one fit per dataset, α = β)."""
+
+
+def whole(checkouts: list[str], rounds: int, resamples: int) -> None:
+    """Wall and CPU seconds of the whole command under each checkout, interleaved (module
+    docstring)."""
+    for r in range(rounds):
+        for path in checkouts:
+            load = os.getloadavg()[0]
+            env = {**os.environ, "PYTHONPATH": path}
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "analysis", *WHOLE_ARGS, "--fit-bootstrap", str(resamples)],
+                env=env,
+                cwd=path,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            took = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
+            print(
+                f"round {r + 1} {path}, {resamples} resamples: {took:.1f} s wall, {cpu:.1f} s "
+                f"CPU (exit {done.returncode}), load average before {load:.2f}",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--tables", default="syn40,syn100,syn600,datablations,gadre")
+    parser.add_argument("--whole", default=None, help="checkouts to time the whole command in")
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
+    if args.whole:
+        whole(args.whole.split(","), args.rounds, args.resamples)
+        return
     print(f"load average {os.getloadavg()[0]:.2f}; {args.resamples} resamples")
     for name in args.tables.split(","):
         n, d, v = table(name)

@@ -62,7 +62,7 @@ def scaling_points(
     has_d = data.frame["D"].is_not_null().any()
     axes = list(s.axes or (["N", "D", "C"] if has_d else ["N"]))
     if not has_d and [a for a in axes if a != "N"]:
-        raise ResultsError("--axis D and C need a D column (--d)")
+        raise ResultsError("--axis D and C need a D column (--d-col)")
     result.settings["axes"] = axes
     k = data.flops_per_param_token
     d_text = f"D = {cols.d or 'D'}; " if has_d else ""

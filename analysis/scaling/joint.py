@@ -1,11 +1,12 @@
 """A form of L(N, D) = E + A·N^−α + B·D^−β (huber.fit_joint, forms.py) with intervals: a
 bootstrap over cells (cells.py: cells drawn with replacement, and declared seeds within them),
 each resample refitted from the full fit's optimum (the resamples differ little from the data;
-the grid would cost eight times as much), percentile intervals for E, A, α, B, β, and their
-covariance over the resamples.
+the grid would cost eight times as much), all resamples at once (batch_fit.py), percentile
+intervals for E, A, α, B, β, and their covariance over the resamples.
 
-No resample is dropped in silence. One least squares stops at its evaluation limit: it is
-continued, then refitted from the grid (robust_fit.refit; counted as `rescued`); only one that
+No resample is dropped in silence. One the batch does not finish within its step limit is
+continued by least squares, then refitted from the grid (robust_fit.resume; counted as
+`rescued`); only one that
 still does not converge is left out (`not_converged`), as is one whose draw cannot support the
 form at all (fewer than three distinct N or D drawn: `degenerate`). Each count is in the table.
 """
@@ -16,12 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.scaling.batch_fit import solve_batch
 from analysis.scaling.bootstrap import percentile_ci
 from analysis.scaling.cells import Cells
 from analysis.scaling.forms import PARAMS, JointForm
 from analysis.scaling.huber import JointFit, check_points, fit_joint
 from analysis.scaling.powerlaw import NotEnoughData
-from analysis.scaling.robust_fit import Points, refit
+from analysis.scaling.robust_fit import Points, Solved, resume
 
 __all__ = ["PARAMS", "JointBootstrap", "bootstrap_joint", "predict_with"]
 
@@ -88,23 +90,21 @@ def bootstrap_joint(
     full = fit_joint(cells.n, cells.d, values, form=form, weights=weights)
     idx, drawn = cells.draws(n_boot, seed)
     out = np.full((n_boot, 5), np.nan)
-    degenerate = not_converged = rescued = 0
-    start = np.array(full.theta)
+    fine = np.ones(n_boot, dtype=bool)
     for b in range(n_boot):
-        n, d, v = cells.n[idx[b]], cells.d[idx[b]], drawn[b]
         try:
-            check_points(form, n, d, v)
+            check_points(form, cells.n[idx[b]], cells.d[idx[b]], drawn[b])
         except NotEnoughData:
-            degenerate += 1
-            continue
-        w = None if weights is None else weights[idx[b]]
-        solved, how = refit(form, Points.of(n, d, v, w), start)
-        if how == "not converged":
-            not_converged += 1
-            continue
-        rescued += how != "warm"
-        e, a, alpha, bb, beta = solved.theta
-        out[b] = (np.exp(e), np.exp(a), alpha, np.exp(bb) if np.isfinite(bb) else 0.0, beta)
+            fine[b] = False
+    degenerate = int(n_boot - fine.sum())
+    theta, hows = refit_many(form, cells, idx[fine], drawn[fine], weights, np.array(full.theta))
+    not_converged = hows.count("not converged")
+    rescued = sum(h not in ("warm", "not converged") for h in hows)
+    kept = np.array([h != "not converged" for h in hows], dtype=bool)
+    e, a, alpha, bb, beta = theta.T
+    b_value = np.where(np.isfinite(bb), np.exp(np.where(np.isfinite(bb), bb, 0.0)), 0.0)
+    params = np.column_stack([np.exp(e), np.exp(a), alpha, b_value, beta])
+    out[np.flatnonzero(fine)[kept]] = params[kept]
     residuals = np.log(np.abs(values)) - np.log(np.abs(full.predict(cells.n, cells.d)))
     return JointBootstrap(
         fit=full,
@@ -117,6 +117,34 @@ def bootstrap_joint(
         form=form,
         cells=cells,
     )
+
+
+def refit_many(
+    form: JointForm,
+    cells: Cells,
+    idx: np.ndarray,
+    drawn: np.ndarray,
+    weights: np.ndarray | None,
+    start: np.ndarray,
+) -> tuple[np.ndarray, list[str]]:
+    """The resamples (cell indices and drawn values, (K, P) each) refitted from θ `start`
+    together (batch_fit.solve_batch); one the batch does not finish is refitted alone by
+    least squares from where the batch stopped (robust_fit.resume: continued, then from the
+    grid). Returns θ (K, 5) and how each was reached ("warm": by the batch)."""
+    theta = np.empty((idx.shape[0], 5))
+    hows = ["warm"] * idx.shape[0]
+    if idx.shape[0] == 0:
+        return theta, hows
+    n, d = cells.n[idx], cells.d[idx]
+    w = None if weights is None else weights[idx]
+    batch = solve_batch(form, np.log(n), np.log(d), np.log(drawn), w, start)
+    theta[:] = batch.theta
+    for b in np.flatnonzero(~batch.converged):
+        pts = Points.of(n[b], d[b], drawn[b], None if w is None else w[b])
+        stopped = Solved(batch.theta[b], float(batch.loss[b]), False, 0)
+        solved, hows[b] = resume(form, pts, stopped)
+        theta[b] = solved.theta
+    return theta, hows
 
 
 def joint_record(boot: JointBootstrap, level: float) -> dict:

@@ -19,12 +19,19 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from analysis.scaling.batch_fit import solve_batch
 from analysis.scaling.bootstrap import percentile_ci, resampled_points, unit_draws
 from analysis.scaling.cells import Cells
 from analysis.scaling.checks import extrapolation_error, loo_error
 from analysis.scaling.forms import JointForm
 from analysis.scaling.huber import HuberFit, fit_huber
-from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, NotEnoughData, fit_power_law
+from analysis.scaling.powerlaw import (
+    MIN_BOOTSTRAP_POINTS,
+    NotEnoughData,
+    distinct_count,
+    fit_power_law,
+    log_points,
+)
 from analysis.scaling.rules import smaller_error
 
 Refit = Callable[[np.ndarray, np.ndarray], Any]
@@ -124,18 +131,47 @@ def huber_record(
     else:
         bx, by = resampled_points(units.x, units.value, units.counts, draws, means)
         resamples = [(bx if means else bx[b], by[b]) for b in range(n_boot)]
-    params = []
-    for xb, vb in resamples:
-        try:
-            f = refit(xb, vb)
-        except NotEnoughData:
-            continue
-        params.append((f.E, f.A, f.alpha))
+    params = _refit_resamples(resamples, fit, form)
     arr = np.array(params).reshape(-1, 3)
     for j, name in enumerate(("E", "A", "alpha")):
         ci = percentile_ci(arr[:, j], level)
         record[f"{name}_ci_low"], record[f"{name}_ci_high"] = ci or (None, None)
     return {**record, "bootstrap_resamples": len(params)}
+
+
+def _refit_resamples(
+    resamples: list[tuple[np.ndarray, np.ndarray]], fit: HuberFit, form: JointForm | None
+) -> list[tuple[float, float, float]]:
+    """(E, A, α) of every resample that can be fitted, refitted from the full fit's optimum
+    together (batch_fit.solve_batch); one the batch does not finish is refitted alone by least
+    squares, as fit_huber(starts=[...]) would."""
+    form = form or JointForm(n_only=True)
+    fine, logs = [], []
+    for i, (xb, vb) in enumerate(resamples):
+        try:
+            x, y, sign = log_points(xb, vb)
+        except NotEnoughData:
+            continue
+        if distinct_count(xb) < len(form.free) + 1:
+            continue  # fit_huber: NotEnoughData
+        fine.append(i)
+        logs.append((x, y, sign))
+    if not fine:
+        return []
+    x = np.array([p[0] for p in logs])
+    y = np.array([p[1] for p in logs])
+    start = np.r_[np.asarray(fit.theta), -np.inf, 1.0]
+    batch = solve_batch(form, x, np.zeros_like(x), y, None, start)
+    out = []
+    for k, i in enumerate(fine):
+        if batch.converged[k]:
+            e, a, alpha = batch.theta[k, :3]
+            sign = logs[k][2]
+            out.append((sign * float(np.exp(e)), sign * float(np.exp(a)), float(alpha)))
+            continue
+        f = fit_huber(*resamples[i], starts=[np.array(fit.theta)], form=form)
+        out.append((f.E, f.A, f.alpha))
+    return out
 
 
 def _one_unit(remark: str | None) -> str:

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
+from analysis.scaling.batch_fit import solve_batch
 from analysis.scaling.forms import JointForm
+from analysis.scaling.log_residuals import huber_value, residuals_jacobian
 
 START_E_FRACTIONS = (1e-3, 0.1, 0.3, 0.5, 0.7, 0.9)
 """Starts: E as these fractions of the smallest value."""
@@ -36,35 +38,6 @@ MAX_NFEV = 300
 MAX_NFEV_MORE = 1000
 AGREE_RTOL = 1e-6
 """Starts whose optimum is within this of the best objective (relative) count as agreeing."""
-
-
-def log_terms(theta: np.ndarray, xn: np.ndarray, xd: np.ndarray):
-    """log f and the shares of its three terms for θ (K, 5) at log N, log D (K or 1, P):
-    (lse, s0, s1, s2), each (K, P). The log-sum-exp is written out, shifted by its largest
-    term (1.8× faster than np.logaddexp.reduce over a stacked array)."""
-    e, a, alpha, b, beta = (theta[:, j : j + 1] for j in range(5))
-    t1 = a - alpha * xn
-    t2 = b - beta * xd
-    top = np.maximum(np.maximum(t1, t2), e)
-    w0, w1, w2 = np.exp(e - top), np.exp(t1 - top), np.exp(t2 - top)
-    total = w0 + w1 + w2
-    return top + np.log(total), w0 / total, w1 / total, w2 / total
-
-
-def residuals_jacobian(
-    theta: np.ndarray, xn: np.ndarray, xd: np.ndarray, y: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Log residuals r (K, P) and their Jacobian with respect to θ (K, P, 5)."""
-    lse, s0, s1, s2 = log_terms(theta, xn, xd)
-    jac = np.stack([s0, s1, -s1 * xn, s2, -s2 * xd], axis=-1)
-    return lse - y, jac
-
-
-def huber_value(r: np.ndarray, delta: float, w: np.ndarray | None = None) -> np.ndarray:
-    """Σ w·Huber_δ(r) along the last axis."""
-    a = np.abs(r)
-    h = np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
-    return np.sum(h if w is None else w * h, axis=-1)
 
 
 def _weighted_huber(w: np.ndarray):
@@ -192,13 +165,32 @@ def fit_grid(form: JointForm, pts: Points, refine: int = REFINE) -> tuple[Solved
     r, _ = residuals_jacobian(starts, pts.xn[None, :], pts.xd[None, :], pts.y[None, :])
     values = huber_value(r, form.delta, pts.w)
     order = np.argsort(np.where(np.isfinite(values), values, np.inf))[:refine]
-    solved = [solve(form, pts, starts[i]) for i in order]
+    solved = _refine(form, pts, starts[order])
     losses = np.array([s.loss for s in solved])
     best = solved[int(np.argmin(losses))]
     agree = int(np.sum(losses <= best.loss * (1 + AGREE_RTOL) + 1e-15))
     if not best.converged:
         best = _continued(form, pts, best)
     return best, len(solved), agree
+
+
+def _refine(form: JointForm, pts: Points, starts: np.ndarray) -> list[Solved]:
+    """The starts (S, 5) refined together (batch_fit.solve_batch), the best of them then polished
+    by least squares (whose end and convergence the full fit reports); a start the batch does
+    not finish is refined alone by least squares, as before the batch."""
+    k = starts.shape[0]
+    rows = [np.broadcast_to(v[None, :], (k, v.size)) for v in (pts.xn, pts.xd, pts.y)]
+    w = None if pts.w is None else np.broadcast_to(pts.w[None, :], (k, pts.w.size))
+    batch = solve_batch(form, *rows, w, starts)
+    out = [
+        Solved(batch.theta[i], float(batch.loss[i]), True, 0)
+        if batch.converged[i]
+        else solve(form, pts, batch.theta[i])
+        for i in range(k)
+    ]
+    best = int(np.argmin([s.loss for s in out]))
+    out[best] = solve(form, pts, out[best].theta)
+    return out
 
 
 def _continued(form: JointForm, pts: Points, stopped: Solved) -> Solved:
@@ -215,7 +207,13 @@ def refit(form: JointForm, pts: Points, start: np.ndarray) -> tuple[Solved, str]
     first = solve(form, pts, start)
     if first.converged:
         return first, "warm"
-    more = _continued(form, pts, first)
+    return resume(form, pts, first)
+
+
+def resume(form: JointForm, pts: Points, stopped: Solved) -> tuple[Solved, str]:
+    """A fit stopped short of convergence (by least squares' evaluation limit, or a batch's
+    step limit: batch_fit.py) continued, then refitted from the grid, as `refit` says."""
+    more = _continued(form, pts, stopped)
     if more.converged:
         return more, "continued"
     grid, _, _ = fit_grid(form, pts, refine=2)  # a fallback: the two best starts of the grid

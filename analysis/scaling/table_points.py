@@ -46,10 +46,11 @@ class TableOptions:
 class TableColumns(TableOptions):
     """Which column of a points table holds what (`analysis scaling --points FILE`)."""
 
-    n: str = field(default="N", metadata=flag("--n", metavar="COL"))
-    """Parameters (--n)."""
-    d: str | None = field(default=None, metadata=flag("--d", metavar="COL"))
-    """Tokens trained (--d); None: the column `D` where the table has one, else no D axis."""
+    n: str = field(default="N", metadata=flag("--n-col", "--n", metavar="COL"))
+    """Parameters (--n-col, as `predict` spells it; --n too)."""
+    d: str | None = field(default=None, metadata=flag("--d-col", "--d", metavar="COL"))
+    """Tokens trained (--d-col, as `predict` spells it; --d too); None: the column `D` where the
+    table has one, else no D axis."""
 
     def declared(self) -> list[str | None]:
         """Every column this names (a metric's, a seed's, ...), None where unset."""
@@ -184,18 +185,18 @@ def table_values(
         raise ResultsError(f"--points {where}: the table has no rows")
     table, kept = apply_where(table, rows.where, where)
     notes = [f"points: {table.height} rows of {where}"] + ([kept] if kept else [])
-    n = _positive(table, cols.n, "--n", where)
+    n = _positive(table, cols.n, "--n-col", where)
     if distinct_count(n.to_numpy()) < MIN_SIZES:
         raise ResultsError(
-            f"--n {cols.n} in {where}: {distinct_count(n.to_numpy())} distinct value(s); "
+            f"--n-col {cols.n} in {where}: {distinct_count(n.to_numpy())} distinct value(s); "
             f"a fit needs {MIN_SIZES} or more"
         )
     d_col = _d_column(table, cols)
-    d = _positive(table, d_col, "--d", where) if d_col else None
+    d = _positive(table, d_col, "--d-col", where) if d_col else None
     if d is not None and distinct_count(d.to_numpy()) < JOINT_MIN_D:
         raise ResultsError(
-            f"--d {d_col} in {where}: {distinct_count(d.to_numpy())} distinct value(s); a fit "
-            f"against D (and the joint L(N, D)) needs {JOINT_MIN_D} or more (leave --d out to "
+            f"--d-col {d_col} in {where}: {distinct_count(d.to_numpy())} distinct value(s); a fit "
+            f"against D (and the joint L(N, D)) needs {JOINT_MIN_D} or more (leave --d-col out to "
             "fit against N alone)"
         )
     _check_declared(table, cols, d_col, rows, notes, where)
@@ -241,7 +242,7 @@ def _check_declared(
     what = "(N, D)" if d_col else "N (no D axis)"
     text = (
         f"columns not declared vary within {what} cells, whose rows are averaged into one "
-        f"point each: {'; '.join(varying)}; declare them (--d, --group, --seed-column, "
+        f"point each: {'; '.join(varying)}; declare them (--d-col, --group, --seed-column, "
         "--where) or --strict refuses such a table"
     )
     if rows.strict:
@@ -263,7 +264,7 @@ def _base_frame(
     )
     if cols.flops:
         if d is None:
-            raise ResultsError(f"--flops {cols.flops}: compute needs a D column too (--d)")
+            raise ResultsError(f"--flops {cols.flops}: compute needs a D column too (--d-col)")
         base = base.with_columns(_positive(table, cols.flops, "--flops", where).alias("C"))
     if cols.weights:
         base = base.with_columns(_positive(table, cols.weights, "--weights", where).alias("weight"))

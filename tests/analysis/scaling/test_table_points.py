@@ -98,6 +98,20 @@ def test_cli_scaling_predict_and_report_from_a_table(tmp_path: Path, capsys) -> 
     assert (out / "tables" / "scaling_joint.csv").exists()
 
 
+def test_scaling_names_columns_as_predict_does_and_keeps_the_old_flags(tmp_path, capsys) -> None:
+    renamed = pl.read_csv(CHINCHILLA_LIKE).rename({"N": "params", "D": "tokens"})
+    path = _write(tmp_path, renamed)
+    joints = []
+    for n_flag, d_flag in (("--n-col", "--d-col"), ("--n", "--d")):
+        args = ["scaling", "--points", path, n_flag, "params", d_flag, "tokens"]
+        assert main([*args, "--fit-bootstrap", "5", "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        joints.append(next(t for t in doc["tables"] if t["name"] == "scaling_joint")["records"])
+    assert joints[0] == joints[1] and joints[0][0]["points"] == renamed.height
+    predict_args = ["predict", "--points", path, "--n-col", "params", "--d-col", "tokens"]
+    assert main([*predict_args, "--n", "7e10", "--d", "1.4e12", "--fit-bootstrap", "5"]) == 0
+
+
 def _write(tmp_path: Path, frame: pl.DataFrame, name: str = "t.csv") -> str:
     path = tmp_path / name
     frame.write_csv(path) if name.endswith(".csv") else frame.write_parquet(path)
@@ -107,15 +121,20 @@ def _write(tmp_path: Path, frame: pl.DataFrame, name: str = "t.csv") -> str:
 @pytest.mark.parametrize(
     ("change", "extra", "message"),
     [
-        (None, ["--n", "params"], "--n params: no such column in t.csv (its columns: N, D, loss)"),
+        (
+            None,
+            ["--n-col", "params"],
+            "--n-col params: no such column in t.csv (its columns: N, D, loss)",
+        ),
+        (None, ["--n", "params"], "--n-col params: no such column in t.csv"),  # the old spelling
         (
             {"loss": [1.0, -2.0, 0.0, 3.0, 2.0, 1.5]},
             [],
             "--metric loss in t.csv: rows 2, 3 (2 of 6)",
         ),
-        ({"N": [1e6, 1e6, 2e6, 2e6, 1e6, 2e6]}, [], "--n N in t.csv: 2 distinct value(s)"),
-        ({"D": [1e9] * 6}, [], "--d D in t.csv: 1 distinct value(s)"),
-        ({"N": ["a", "b", "c", "d", "e", "f"]}, [], "--n N in t.csv: not numbers"),
+        ({"N": [1e6, 1e6, 2e6, 2e6, 1e6, 2e6]}, [], "--n-col N in t.csv: 2 distinct value(s)"),
+        ({"D": [1e9] * 6}, [], "--d-col D in t.csv: 1 distinct value(s)"),
+        ({"N": ["a", "b", "c", "d", "e", "f"]}, [], "--n-col N in t.csv: not numbers"),
         (None, ["--metric", "acc"], "--metric acc: no such column"),
         (None, ["--models", "xs"], "--models: choose(s) trials of a store"),
         (None, ["--budgets", "lots"], "--budgets: 'lots' is not a number of FLOPs"),
