@@ -153,15 +153,15 @@ class ScalingSettings:
             raise ResultsError(f"--lines must be one of {', '.join(LINES)}, got {self.lines!r}")
         parse_where(self.where)
         try:
-            fixed = parse_fix(self.fix)
+            parse_fix(self.fix)
         except ValueError as err:
             raise ResultsError(str(err)) from None
-        object.__setattr__(self, "_form", JointForm(self.tie_exponents, fixed, self.huber_delta))
 
     @property
     def form(self) -> JointForm:
         """The joint fit's form (forms.JointForm) from --tie-exponents, --fix, --huber-delta."""
-        return self._form  # type: ignore[attr-defined]
+        # Made when asked (cheap), not stored: a frozen dataclass has no field for it.
+        return JointForm(self.tie_exponents, parse_fix(self.fix), self.huber_delta)
 
     def as_json(self, store: bool = True) -> dict[str, Any]:
         """The settings a result's JSON reports (the numbers' provenance); a points table's

@@ -91,6 +91,16 @@ def by_loss(results: Path) -> dict[tuple[str, int, str], float]:
     }
 
 
+def tolerance(metric: str) -> dict[str, float]:
+    """How near a rerun's value must come to the resumed run's. The manipulation check's
+    train/aux_grad_* compare two gradients (a cosine near 0.2, an angle, the share of coordinates
+    whose sign flips): float noise of ~1e-7 in the weights moves them by ~2e-6 absolute (one CI
+    run: cos 0.1800879 against 0.1800897), where a loss moves by ~1e-7; judged on that scale."""
+    if metric.startswith("train/aux_grad_"):
+        return {"rel": 1e-4, "abs": 1e-4}
+    return {"rel": 1e-5, "abs": 1e-7}
+
+
 def kill_midway(config: Path, root: str, log: Path) -> None:
     """Start the sweep and SIGKILL its driver (and the Ray instance it started) once a trial has
     stored step 10 and Tune has saved its experiment state (what a resume restores from)."""
@@ -195,4 +205,4 @@ def test_driver_killed_then_resumed_writes_every_step_exactly_once(s3, tmp_path,
     assert set(rebuilt) == set(resumed)  # the same trials, steps and metrics, each once
     assert any(loss == "del" for loss, _, _ in rebuilt)
     for key, value in resumed.items():
-        assert rebuilt[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
+        assert rebuilt[key] == pytest.approx(value, **tolerance(key[2])), key

@@ -197,7 +197,8 @@ def test_parts_appear_while_the_sweep_runs(sweep_run):
 @pytest.mark.slow
 def test_ablation_table_from_the_sweep(sweep_run):
     proc, results = sweep_run
-    assert "| del |" in proc.stdout and "| mle |" in proc.stdout  # printed at the end
+    # Printed at the end; a search's arm is labelled with the parameters it sampled (issue 60).
+    assert "| del (alpha=" in proc.stdout and "| mle |" in proc.stdout
     out = subprocess.run(
         [
             sys.executable,
