@@ -36,6 +36,7 @@ from analysis.selection import ValueSpec, parse_value
 from analysis.sequential.design import looks_at
 from orchestrator.sweep.local_paths import absolute_trial_paths
 from orchestrator.sweep.sweep_file import SweepConfig
+from orchestrator.sweep.yaml_source import load_yaml
 from records.metric_names import family
 
 
@@ -44,7 +45,7 @@ class StudyFileError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Metric(_Strict):
@@ -258,7 +259,7 @@ def _read_yaml(path: Path, what: str) -> dict[str, Any]:
     if not path.is_file():
         raise StudyFileError(f"{path}: no such {what}")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text()) or {}  # a key written twice: exit 2
     except yaml.YAMLError as err:
         raise StudyFileError(f"{path}: not valid YAML: {err}") from err
     if not isinstance(data, dict):

@@ -157,3 +157,18 @@ def test_seeds_per_look_sets_the_looks(tmp_path, capsys):
     assert design.seeds == plan(0.5, 0.5, seeds_per_look=3).test.seeds == (3, 6, 9, 12)
     assert main(["study", "replay", str(path), "--from", str(tmp_path)]) == 2
     assert "design.max_seeds: `pilot` with design.seeds_per_look" in capsys.readouterr().err
+
+
+def test_a_key_written_twice_or_a_non_finite_number_exits_2(tmp_path, capsys):
+    """A study file is read as sweep files are (orchestrator.sweep.yaml_source): a key written
+    twice names the key and both lines; `.inf` where a number goes names the key."""
+    text = yaml.safe_dump(STUDY, sort_keys=False)
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(text + "budget_hours: 2.0\n")
+    assert main(["study", "status", str(twice)]) == 2
+    err = capsys.readouterr().err
+    assert "budget_hours" in err and "written twice" in err, err
+    infinite = _write(tmp_path, {**STUDY, "budget_hours": float("inf")})
+    assert main(["study", "status", str(infinite)]) == 2
+    err = capsys.readouterr().err
+    assert "budget_hours" in err and str(infinite) in err, err
