@@ -222,6 +222,11 @@ class EvalConfig(_Strict):
     """Generation evaluation every this many steps; 0 = only at the last step."""
     generate_examples: int = Field(64, ge=0)
     """Held-out problems decoded greedily per benchmark; 0 = no generation evaluation."""
+    generate_at_start: bool = True
+    """With `generate_every`, also decode at step 0 (the untrained start). False skips it: it
+    costs as much as a later generation or more (an untuned model's answers run to the token
+    cap), and in a grid it decodes the same start in every arm, which one trial or a pilot can
+    measure once."""
     max_new_tokens: int = Field(16, ge=1)
     aux_gradient: bool = True
     """The manipulation check of a loss with an auxiliary term (`trainables.worker.aux_gradient`):
@@ -235,6 +240,14 @@ class EvalConfig(_Strict):
     in the split's order (deterministic), so runs and model sizes are compared at the same count
     (the decomposition's error entropy depends on it). A split with fewer is an error; null =
     every token. The count is reported as `eval/<split>/scored_tokens`."""
+
+    def generates_at(self, step: int, final: bool) -> bool:
+        """Whether the report at `step` decodes answers: at the last step (`final`), and at
+        every `generate_every` steps (step 0 only with `generate_at_start`)."""
+        if final:
+            return True
+        every = self.generate_every
+        return bool(every) and step % every == 0 and (step > 0 or self.generate_at_start)
 
 
 class LossConfig(_Strict):

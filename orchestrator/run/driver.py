@@ -242,6 +242,14 @@ def reuse_actors(sweep: SweepConfig) -> bool:
     return sweep.early_stopping is None
 
 
+def _param_space(sweep: SweepConfig, run: TuneRun) -> dict[str, Any]:
+    """What Tune's trials are drawn from: a grid's arms (the run's, else every arm), or nothing
+    for a search (its searcher suggests every trial's parameters)."""
+    if sweep.mode == "search":
+        return {}
+    return {"arm": tune.grid_search(grid_arms(sweep) if run.arms is None else list(run.arms))}
+
+
 def _tuner(
     sweep: SweepConfig,
     run: TuneRun,
@@ -262,10 +270,17 @@ def _tuner(
         trial_resources(),
     )
     run_path = run.storage(paths)
+    param_space = _param_space(sweep, run)
     if tune.Tuner.can_restore(run_path):
         # Unfinished and errored trials continue (their Train runs resume from checkpoints);
-        # the searcher's state comes back with the Tuner, the study from its storage.
-        tuner = tune.Tuner.restore(run_path, trainable, resume_unfinished=True, resume_errored=True)
+        # the searcher's state comes back with the Tuner, the study from its storage. Ray keeps
+        # no param_space in tuner.pkl (written when the Tuner is made): a run killed before Tune
+        # saved its first state would restart from an empty space (one trial with config {}),
+        # so it is given again; where Tune saved state, its trials and generator win over it.
+        tuner = tune.Tuner.restore(
+            run_path, trainable, param_space=param_space, resume_unfinished=True,
+            resume_errored=True,
+        )  # fmt: skip
         return tuner, True
     # What a search and a grid run share; they differ in where the trials come from.
     common = {
@@ -280,11 +295,8 @@ def _tuner(
             num_samples=run.num_trials,
             **common,
         )
-        param_space: dict[str, Any] = {}
     else:
         tune_config = tune.TuneConfig(num_samples=1, **common)
-        arms = grid_arms(sweep) if run.arms is None else list(run.arms)
-        param_space = {"arm": tune.grid_search(arms)}
     tuner = tune.Tuner(
         trainable,
         param_space=param_space,
@@ -310,6 +322,21 @@ def _tuner(
     return tuner, False
 
 
+def trial_sink(sweep: SweepConfig, store: ResultsStore) -> ParquetSink:
+    """The sink of a Tune run's trials rows and metrics. A restored Tuner brings back the sink it
+    was built with (Ray pickles the run's callbacks into tuner.pkl), this function included."""
+    made: dict[str, dict[str, Any]] = {}
+
+    def resolve(trial: Any) -> dict[str, Any]:
+        """A trial's config for its trials rows, made once per trial (the sink asks at each
+        state change)."""
+        if trial.trial_id not in made:
+            made[trial.trial_id] = trial_config(sweep, trial_params(trial.config), trial.trial_id)
+        return made[trial.trial_id]
+
+    return ParquetSink(store, resolve)
+
+
 def run_sweep(
     sweep: SweepConfig,
     results_root: str,
@@ -330,20 +357,11 @@ def run_sweep(
     # Tune adds its CSV, JSON and TensorboardX loggers unless told not to; `_tuner` adds JSON's.
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
 
-    made: dict[str, dict[str, Any]] = {}
-
-    def resolve(trial: Any) -> dict[str, Any]:
-        """A trial's config for its trials rows, made once per trial (the sink asks at each
-        state change)."""
-        if trial.trial_id not in made:
-            made[trial.trial_id] = trial_config(sweep, trial_params(trial.config), trial.trial_id)
-        return made[trial.trial_id]
-
     n_trials = n_errors = 0
     resumed_any = False
     with unused_clients_kept_out(sweep.tracking):
         for run in runs or tune_runs(sweep):
-            sink = ParquetSink(store, resolve)
+            sink = trial_sink(sweep, store)
             # A restored Tuner brings back the sink it was built with; the sink reads what is
             # already on disk when the run starts, so nothing is written twice.
             tuner, resumed = _tuner(sweep, run, paths, sink, max_concurrent, verbose, logs)

@@ -1,6 +1,6 @@
 """`numsweep study {run,status,report,replay}`: the study subcommands (docs/studies.md).
 
-    numsweep study run FILE [--results DIR] [--address A] [--verbose]
+    numsweep study run FILE [--results DIR] [--address A] [--verbose] [--pilot-only]
     numsweep study status FILE [--results DIR]
     numsweep study report FILE [--results DIR] [--format md|json|html] [-o DIR]
     numsweep study replay FILE --from STORE [--format md|json]
@@ -42,6 +42,11 @@ def add_study_parser(sub: Subparsers) -> None:
     common(run)
     run.add_argument("--address", help="Ray address (default: RAY_ADDRESS, else local Ray)")
     run.add_argument("--verbose", action="store_true", help="the libraries' output on the terminal")
+    run.add_argument(
+        "--pilot-only",
+        action="store_true",
+        help="run the pilot, print it and the design it sizes, and stop before registering",
+    )
     common(actions.add_parser("status", help="where the study stands (blind: no arm's value)"))
     report = actions.add_parser("report", help="the stopped study's decision, estimates, cost")
     common(report)
@@ -64,7 +69,8 @@ def _run(args: argparse.Namespace, study: Study) -> int:
     from orchestrator.study.launch import Launch
     from orchestrator.study.runner import run_study
 
-    return run_study(_root(args, study), study, Launch(args.address, args.verbose))
+    how = Launch(args.address, args.verbose)
+    return run_study(_root(args, study), study, how, pilot_only=args.pilot_only)
 
 
 def _status(args: argparse.Namespace, study: Study) -> int:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from orchestrator.study.errors import StudyError
 from orchestrator.sweep.plan import TuneRun, concurrency, tune_runs
 from orchestrator.sweep.sweep_file import SweepConfig
-from records.layout import ExperimentPaths
 
 
 @dataclass(frozen=True)
@@ -26,22 +25,17 @@ class Launch:
 def runs_left(sweep: SweepConfig, root: str, name: str) -> list[TuneRun]:
     """The Tune run `name` (never the sweep's own name) for `sweep`'s grid arms that have no
     finished trial in the store; none when every arm has one. An interrupted run of it (its Ray
-    state is there) is restored by Tune: unfinished and errored trials continue from their
-    checkpoints; else only the arms missing from the store run (the store's resume rule)."""
-    from ray import tune
-
+    state is there) is restored by Tune: its unfinished and errored trials continue from their
+    checkpoints. The run carries the store's arms left either way: they are what a restored run
+    starts from where Tune saved no trials yet (killed as it began), never another look's."""
     from orchestrator.store_resume import store_resume
 
-    whole = tune_runs(sweep)[0]
-    if name == whole.name:
+    if name == tune_runs(sweep)[0].name:
         raise ValueError(f"a study's Tune run is named apart from its experiment, got {name!r}")
     left = store_resume(sweep, root)  # the sweep's own run never ran: the store decides
     if left is None or not left.runs:
         return []
-    run = dataclasses.replace(left.runs[0], name=name)
-    if tune.Tuner.can_restore(run.storage(ExperimentPaths(root, sweep.experiment))):
-        return [dataclasses.replace(whole, name=name)]
-    return [run]
+    return [dataclasses.replace(left.runs[0], name=name)]
 
 
 def run_trials(manifest_sweep: SweepConfig, root: str, runs: list[TuneRun], how: Launch) -> int:

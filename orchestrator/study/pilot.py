@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 from analysis.sequential import DesignChoice, Question, replay
 from orchestrator.study.errors import StudyError
+from orchestrator.study.stages import arms_per_seed
 from orchestrator.study.study_file import Study
 from records.errors import ResultsError
 from records.reader import open_store
@@ -38,7 +39,9 @@ class PilotSummary:
     trial_hours: float
     """Trial-hours of the pilot's paired trials."""
     hours_per_seed: float
-    """Trial-hours of one seed of every arm (one pair per treatment, and the reference)."""
+    """Trial-hours of one seed of every arm of the main stage: the pilot's mean trial-hours a
+    trial times the main stage's trials a seed (a pilot may run fewer arms than the main stage:
+    `pilot.arms`, `pilot.params`)."""
 
     @property
     def sd(self) -> float:
@@ -77,7 +80,17 @@ def summarise_pilot(root: str, study: Study) -> PilotSummary:
         arms.append(PilotArm(a.arm, a.reference, a.pairs, a.estimate, look.sd))
     if r.fixed_hours is None:
         raise StudyError(f"the pilot's trials reported no cost: {'; '.join(r.notes)}")
-    pairs = min(a.pairs for a in r.arms)
+    per_trial = r.fixed_hours / _paired_trials(arms)
     return PilotSummary(
-        study.pilot_experiment, pairs, tuple(arms), r.fixed_hours, r.fixed_hours / pairs
-    )
+        study.pilot_experiment, min(a.pairs for a in arms), tuple(arms), r.fixed_hours,
+        per_trial * arms_per_seed(study),
+    )  # fmt: skip
+
+
+def _paired_trials(arms: list[PilotArm]) -> int:
+    """The trials the pilot's paired hours sum over: each treatment's, and each reference arm's
+    once (treatments pair with the same reference trials; the most pairs any of them made)."""
+    references: dict[str, int] = {}
+    for a in arms:
+        references[a.reference] = max(references.get(a.reference, 0), a.pairs)
+    return sum(a.pairs for a in arms) + sum(references.values())

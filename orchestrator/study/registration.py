@@ -1,6 +1,7 @@
 """The registration record: what a study locked before its first main-stage trial ran.
 
-It holds the study file's content (the study and its sweep, as validated) and their hash, the
+It holds the study file's content (what the study and its sweep say, as validated; and the same
+with every default filled in, `resolved`, for readers) and the content's hash, the
 code revision (git HEAD, and whether the working tree had changes), the pilot's summary, the
 design with its boundaries, and the time. It is written once, into the results store
 (`<results>/study/<experiment>/registration.json`); from then on `numsweep study run` compares
@@ -53,6 +54,7 @@ def register(root: str, study: Study, pilot: PilotSummary, design: MainDesign) -
         "study_file": str(study.path),
         "content_hash": study.content_hash(),
         "content": study.content(),
+        "resolved": study.resolved(),
         "code": code_revision(),
         "pilot": pilot.as_json(),
         "design": design.as_json(),

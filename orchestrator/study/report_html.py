@@ -68,7 +68,7 @@ def _registration_table(record: dict[str, Any]) -> Table:
         ("efficacy bound t", seq(fmt(t) for t in design["efficacy_t"])),
         ("futility bound t", seq(fmt(t) for t in design["futility_t"] or ()) or "—"),
         ("α spent", seq(fmt(a) for a in design["alpha_spent"])),
-        ("pilot sd of the paired differences", fmt(design["sd"])),
+        ("sd the design was sized at (paired differences)", fmt(design["sd"])),
     ]
     cols = [Column("field", lambda r: r["field"]), Column("value", lambda r: r["value"])]
     records = [{"field": k, "value": str(v)} for k, v in rows]

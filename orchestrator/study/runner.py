@@ -70,12 +70,27 @@ def describe_design(d: MainDesign) -> str:
     )
 
 
-def run_study(root: str, study: Study, how: Launch) -> int:
+def describe_pilot(pilot: PilotSummary) -> str:
+    arms = "; ".join(
+        f"{a.arm} − {a.reference}: mean {a.mean:.3g}, sd {a.sd:.3g} ({a.pairs} pairs)"
+        for a in pilot.arms
+    )
+    return (
+        f"pilot {pilot.experiment}: {arms}; {pilot.trial_hours:.3g} trial-hours, "
+        f"{pilot.hours_per_seed:.3g} a main-stage seed"
+    )
+
+
+def run_study(root: str, study: Study, how: Launch, pilot_only: bool = False) -> int:
+    """Run the study as far as it goes (module docstring); `pilot_only`: stop before the
+    registration, printing the pilot's summary and the design it would register."""
     record = read_registration(root, study)
     if record is not None:
         check_unchanged(record, study, root)
         design = MainDesign.from_json(record["design"])
         print(f"numsweep: study {study.experiment}: registered at {record['registered_at']}")
+        if pilot_only:
+            return 0
     else:
         _preflight(study)
         pilot = _pilot(root, study, how)
@@ -84,8 +99,15 @@ def run_study(root: str, study: Study, how: Launch) -> int:
             return 1
         design = size_design(study, pilot)
         _check_seeds(study, design)
+        if pilot_only:
+            print(f"numsweep: study {study.experiment}: {describe_pilot(pilot)}")
+            print(f"numsweep: study {study.experiment}: would register: {describe_design(design)}")
         check_budget(study, design)
+        if pilot_only:
+            print("numsweep: not registered (--pilot-only); run without it to register and go on")
+            return 0
         register(root, study, pilot, design)
+        print(f"numsweep: study {study.experiment}: {describe_pilot(pilot)}")
         print(f"numsweep: study {study.experiment}: registered: {describe_design(design)}")
     outcome = run_main(root, study, design, how)
     if outcome.failed or outcome.replay is None or not outcome.replay.stopped:

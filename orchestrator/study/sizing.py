@@ -2,20 +2,25 @@
 
 The maximum seeds come from analysis.sequential.plan (the fewest at which the study's own
 t-scale sequential procedure reaches the power at the pilot's spread, by simulation) unless the
-study file gives them; the fixed design's seeds (one look, same α, power and hypotheses) from
-analysis.paired_power, as `python -m analysis power` computes them. A seed costs what the
-pilot's seeds cost (trial-hours of one seed of every arm). A design whose maximum costs more than
-`budget_hours` is refused with its numbers: to be redesigned (a larger SESOI, a lower power, a
-bigger budget), never run underpowered."""
+study file gives them; the fixed design's seeds (one look, same level, power and hypotheses)
+from analysis.paired_power, as `python -m analysis power` computes them. With several treatments
+both are sized at α over their number (`sizing_alpha`), the registered boundaries stay at α (the
+replay applies Holm). A seed costs what the pilot's trials cost, a trial for every main-stage
+arm. A design whose maximum costs more than `budget_hours` is refused with its numbers: to be
+redesigned (a larger SESOI, a lower power, a bigger budget), never run underpowered."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
+
+from scipy.stats import chi2
 
 from analysis.sequential import fixed_seeds, operating, plan, sequential_test
 from analysis.sequential.design import SequentialTest
 from orchestrator.study.errors import StudyError
 from orchestrator.study.pilot import PilotSummary
+from orchestrator.study.stages import treatments
 from orchestrator.study.study_file import Study
 
 
@@ -38,13 +43,14 @@ class MainDesign:
     futility_t: tuple[float, ...] | None
     alpha_spent: tuple[float, ...]
     sd: float
-    """The paired differences' sd it was sized at (the pilot's)."""
+    """The paired differences' sd it was sized at (the pilot's, or its upper confidence limit
+    with `design.sd_bound`)."""
     power_reached: float
-    """Power at that sd, by simulation of the procedure."""
+    """Power at that sd, by simulation of the procedure at the sizing level (`sizing_alpha`)."""
     expected_seeds_at_zero: float
     expected_seeds_at_sesoi: float
     fixed_seeds: int | None
-    """Seeds of the fixed design of the same α, power and hypotheses."""
+    """Seeds of the fixed design of the same sizing level, power and hypotheses."""
     hours_per_seed: float
     max_hours: float
     fixed_hours: float | None
@@ -74,28 +80,49 @@ class MainDesign:
         return (self.seeds[look - 1] - before) * self.hours_per_seed
 
 
+def design_sd(study: Study, pilot: PilotSummary) -> float:
+    """The sd the design is sized at: the pilot's, or its upper confidence limit at
+    `design.sd_bound` (s·√((n−1)/χ²_{1−level, n−1}) over the pilot's n pairs)."""
+    level = study.spec.design.sd_bound
+    if level is None:
+        return pilot.sd
+    df = pilot.seeds - 1
+    return pilot.sd * math.sqrt(df / chi2.ppf(1 - level, df))
+
+
+def sizing_alpha(study: Study) -> float:
+    """The level the design is sized at: α over the treatments (Bonferroni: the first step of
+    the Holm family the replay judges superiority in, so the seeds suffice whatever the other
+    treatments do; conservative for equivalence, which each treatment is judged at α)."""
+    return study.spec.alpha / max(1, treatments(study))
+
+
 def _test(study: Study, pilot: PilotSummary) -> tuple[SequentialTest, float, float, float]:
-    """The design's test, its power and expected seeds at 0 and at SESOI."""
+    """The registered test (boundaries at α), its power at the sizing level, and its expected
+    seeds at 0 and at SESOI."""
     spec, d = study.spec, study.spec.design
+    sd = design_sd(study, pilot)
     kwargs = {
         "sesoi": spec.sesoi, "alpha": spec.alpha, "spending": d.spending, "power": spec.power,
         "hypotheses": spec.hypotheses, "futility": d.futility and d.spending != "none",
     }  # fmt: skip
+    sizing = {**kwargs, "alpha": sizing_alpha(study)}
     looks = 1 if d.spending == "none" else d.looks
     try:
         seeds = d.look_seeds
         if seeds is None:
-            p = plan(pilot.sd, looks=looks, seeds_per_look=d.seeds_per_look, **kwargs)  # type: ignore[arg-type]
-            return p.test, p.power, p.at_zero.expected_seeds, p.at_sesoi.expected_seeds
+            seeds = plan(sd, looks=looks, seeds_per_look=d.seeds_per_look, **sizing).test.seeds  # type: ignore[arg-type]
         test = sequential_test(seeds, **kwargs)  # type: ignore[arg-type]
+        sized = sequential_test(seeds, **sizing)  # type: ignore[arg-type]
     except ValueError as err:
         raise StudyError(f"{study.path}: design: {err}") from err
-    zero, at = operating(test, 0.0, pilot.sd), operating(test, spec.sesoi, pilot.sd)
+    zero, at = operating(sized, 0.0, sd), operating(sized, spec.sesoi, sd)
     reached = {
         "superiority": at.probability["superior"],
         "equivalence": zero.probability["equivalent"],
         "both": min(at.probability["superior"], zero.probability["equivalent"]),
     }[spec.hypotheses]
+    zero, at = operating(test, 0.0, sd), operating(test, spec.sesoi, sd)
     return test, reached, zero.expected_seeds, at.expected_seeds
 
 
@@ -103,12 +130,13 @@ def size_design(study: Study, pilot: PilotSummary) -> MainDesign:
     """The main stage's design at the pilot's spread and cost."""
     spec = study.spec
     test, reached, e0, e1 = _test(study, pilot)
-    fixed = fixed_seeds(pilot.sd, spec.sesoi, spec.alpha, spec.power, spec.hypotheses)
+    sd = design_sd(study, pilot)
+    fixed = fixed_seeds(sd, spec.sesoi, sizing_alpha(study), spec.power, spec.hypotheses)
     per_seed = pilot.hours_per_seed
     return MainDesign(
         test.seeds, test.design.spending, spec.alpha, spec.power, spec.hypotheses,
         test.futility_t is not None, spec.sesoi, test.design.upper, test.efficacy_t,
-        test.futility_t, test.design.alpha_spent, pilot.sd, reached, e0, e1, fixed, per_seed,
+        test.futility_t, test.design.alpha_spent, sd, reached, e0, e1, fixed, per_seed,
         test.max_seeds * per_seed, None if fixed is None else fixed * per_seed,
     )  # fmt: skip
 
@@ -127,7 +155,7 @@ def check_budget(study: Study, design: MainDesign) -> None:
         f"{study.path}: budget_hours: the design needs up to {design.seeds[-1]} paired seeds "
         f"× {design.hours_per_seed:.3g} trial-hours a seed = {design.max_hours:.3g} h, over the "
         f"budget of {budget:g} h (expected {design.expected_seeds_at_zero:.1f} seeds at a true "
-        f"difference of 0, {design.expected_seeds_at_sesoi:.1f} at the SESOI; pilot sd "
+        f"difference of 0, {design.expected_seeds_at_sesoi:.1f} at the SESOI; sized at sd "
         f"{design.sd:.3g}, SESOI {design.sesoi:g}{fixed}). Redesign: a larger sesoi, a lower "
         "power, fewer design.max_seeds, or a larger budget_hours; nothing was registered"
     )

@@ -25,6 +25,7 @@ def pilot_sweep(study: Study) -> SweepConfig:
     params = {
         k: v for k, v in sweep.model_dump(mode="json")["grid"]["params"].items() if k in losses
     }
+    params.update(study.spec.pilot.params or {})  # the variants the pilot runs (study_file)
     return _with_grid(
         sweep,
         study.pilot_experiment,
@@ -44,6 +45,22 @@ def main_sweep(study: Study, max_seeds: int) -> SweepConfig:
     """The main stage at its maximum: what its experiment's manifest records."""
     sweep = study.runnable_sweep()
     return _with_grid(sweep, study.experiment, seeds=main_seeds(study, max_seeds))
+
+
+def _one_seed(study: Study) -> list[dict[str, Any]]:
+    return grid_arms(_with_grid(study.runnable_sweep(), study.experiment, seeds=[0]))
+
+
+def arms_per_seed(study: Study) -> int:
+    """The main stage's trials on one seed: every arm of its grid (its losses' variants)."""
+    return len(_one_seed(study))
+
+
+def treatments(study: Study) -> int:
+    """The arms compared with the reference on a seed (control arms excepted): the size of the
+    Holm family the replay judges superiority in."""
+    reference = study.spec.reference
+    return sum(1 for a in _one_seed(study) if a["loss"] != reference and "control" not in a)
 
 
 def look_sweep(study: Study, looks: tuple[int, ...], look: int) -> SweepConfig:

@@ -86,6 +86,11 @@ class Pilot(_Strict):
     """Its seeds: at least 2 (a spread needs two pairs); none of the main stage's."""
     arms: list[str] | None = None
     """The grid's losses it runs (the reference among them); null: every loss of the grid."""
+    params: dict[str, dict[str, float | bool] | list[dict[str, float | bool]]] | None = None
+    """Which of a loss's parameter variants the pilot runs, where the grid has several (e.g.
+    `{del: {alpha: 0.2, decay_base: 1.02, distance: false}}`: the hardest dose only); each one a
+    variant of the grid's, written as it is there. Null: every variant of each pilot arm. The
+    pilot's cost is priced per trial, so a pilot of fewer arms still prices every main arm."""
 
 
 class Design(_Strict):
@@ -110,6 +115,10 @@ class Design(_Strict):
     """A non-binding β-spending futility rule: stop when the SESOI is unlikely to be there."""
     first_seed: int = 0
     """The main stage's seeds are first_seed, first_seed + 1, …"""
+    sd_bound: float | None = Field(default=None, gt=0.5, lt=1)
+    """Size the design at this one-sided upper confidence limit of the pilot's sd (chi-square
+    on the pilot's pairs − 1 degrees of freedom; e.g. 0.8), not at the estimate itself: a
+    few-pair pilot's sd is often low by half. Null: the estimate."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Design:
@@ -235,7 +244,17 @@ class Study:
         return self.sweep.model_copy(update={"trial": trial})
 
     def content(self) -> dict[str, Any]:
-        """What the registration locks: the study file's content and its sweep's."""
+        """What the registration locks: what the study file and its sweep say, as validated.
+        Keys the files leave out are not in it, so a numsweep that adds a field (with its
+        default) does not make a registered study's file look changed; `resolved()` is the whole
+        of it, defaults included, which the record keeps for its readers."""
+        return {
+            "study": self.spec.model_dump(mode="json", exclude={"sweep"}, exclude_unset=True),
+            "sweep": self.sweep.model_dump(mode="json", exclude_unset=True),
+        }
+
+    def resolved(self) -> dict[str, Any]:
+        """The study and its sweep with every default filled in, as this numsweep runs them."""
         return {
             "study": self.spec.model_dump(mode="json", exclude={"sweep"}),
             "sweep": self.sweep.model_dump(mode="json"),
@@ -303,6 +322,7 @@ def _check_arms(path: Path, spec: StudyFile, sweep: SweepConfig) -> None:
                 f"(the grid's losses: {', '.join(losses)}; the reference {spec.reference!r} "
                 "must be among them)"
             )
+    _check_pilot_params(path, spec, sweep)
     main = spec.design
     if main.seeds is not None or isinstance(main.max_seeds, int):
         n = main.seeds[-1] if main.seeds is not None else int(main.max_seeds)
@@ -312,6 +332,21 @@ def _check_arms(path: Path, spec: StudyFile, sweep: SweepConfig) -> None:
                 f"{path}: pilot.seeds: {clash} are also main-stage seeds "
                 f"(design.first_seed {main.first_seed} onward)"
             )
+
+
+def _check_pilot_params(path: Path, spec: StudyFile, sweep: SweepConfig) -> None:
+    """`pilot.params`: each loss a pilot arm, each variant one of the grid's for that loss."""
+    arms = spec.pilot.arms or sweep.grid.losses
+    for loss, given in (spec.pilot.params or {}).items():
+        where = f"{path}: pilot.params.{loss}"
+        if loss not in arms:
+            raise StudyFileError(f"{where}: not an arm of the pilot ({', '.join(arms)})")
+        grid = [dict(v) for v in sweep.grid.variants(loss)]
+        for variant in given if isinstance(given, list) else [given]:
+            if dict(variant) not in grid:
+                raise StudyFileError(
+                    f"{where}: {variant} is not one of the grid's {loss} variants: {grid}"
+                )
 
 
 def load_study(path: str | Path) -> Study:

@@ -182,7 +182,8 @@ def evaluate(
     world_size: int,
 ) -> dict[str, float]:
     """The metrics of a report at `step`: teacher-forced ones on every evaluation split, and the
-    generation ones at `eval.generate_every` steps and the last (`final`). All ranks must call it.
+    generation ones where `EvalConfig.generates_at` says (the last step, `final`, and every
+    `eval.generate_every`). All ranks must call it.
 
     Always eager: a compiled training step (`train.compile`) would otherwise recompile for every
     evaluation batch shape and every decoding step."""
@@ -199,8 +200,7 @@ def evaluate(
             **shards,
         )
         metrics.update({names.eval_metric(split, k): v for k, v in scores.items()})
-    every = cfg.eval.generate_every
-    if not splits.generation or not (final or (every and step % every == 0)):
+    if not splits.generation or not cfg.eval.generates_at(step, final):
         return {**metrics, names.EVAL_S: time.perf_counter() - began, names.GENERATE_S: 0.0}
     generating = time.perf_counter()
     accuracies = []

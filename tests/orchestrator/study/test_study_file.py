@@ -71,6 +71,7 @@ REFUSALS = [
     ({"design.spending": "haybittle"}, "design.spending"),
     ({"design.seeds": [4, 2]}, "design.seeds"),
     ({"design.futility": "maybe"}, "design.futility"),
+    ({"design.sd_bound": 0.3}, "design.sd_bound"),  # a lower limit would size smaller
     ({"design.seeds_per_look": 2}, "design.seeds_per_look"),  # beside design.seeds
     ({"design.seeds": _DROP, "design.seeds_per_look": 1}, "design.seeds_per_look"),
     ({"design.seeds": _DROP, "design.seeds_per_look": 2, "design.looks": 2}, "design.looks"),
@@ -83,6 +84,8 @@ REFUSALS = [
     ({"pilot.seeds": [1]}, "pilot.seeds"),
     ({"pilot.seeds": [0, 1]}, "pilot.seeds"),  # also main-stage seeds 0-3
     ({"pilot.arms": ["del"]}, "pilot.arms"),  # without the reference
+    ({"pilot.params": {"del": {"alpha": 0.3}}}, "pilot.params.del"),  # not a grid variant
+    ({"pilot.params": {"dist2": {}}}, "pilot.params.dist2"),  # not a pilot arm
     ({"reference": "dist2"}, "reference"),
     ({"budget_hours": 0}, "budget_hours"),
     ({"sweep.grid.losses": ["mle"]}, "sweep.grid.losses"),
@@ -129,11 +132,29 @@ def test_the_content_hash_follows_what_the_file_says_not_its_layout(tmp_path):
     assert load_study(path).content_hash() != first
 
 
+def test_the_content_is_what_the_file_says_so_a_new_default_leaves_it_as_registered(tmp_path):
+    # A field the file leaves out (design.sd_bound, added after studies were registered with
+    # this schema) is not content: a study registered before it existed still matches.
+    study = load_study(_write(tmp_path, STUDY))
+    content, resolved = study.content(), study.resolved()
+    assert "sd_bound" not in content["study"]["design"] and "alpha" not in content["study"]
+    assert resolved["study"]["design"]["sd_bound"] is None and resolved["study"]["alpha"] == 0.05
+    assert content["study"]["design"] == {"seeds": [2, 4]}
+    assert content["sweep"]["grid"] == {"losses": ["mle", "del"]}
+
+
+REPLAYED = {"del_pretrained", "del_plateau"}
+"""Studies run before `numsweep study` existed: their files replay a fixed set of looks."""
+
+
 def test_the_shipped_study_files_validate():
-    assert {p.parent.name for p in SHIPPED} >= {"del_pretrained", "del_plateau"}
+    assert {p.parent.name for p in SHIPPED} >= REPLAYED | {"del_doses"}
     for path in SHIPPED:
         study = load_study(path)
-        assert study.sweep.experiment.endswith("-main") and study.spec.design.seeds is not None
+        if path.parent.name in REPLAYED:
+            assert study.sweep.experiment.endswith("-main") and study.spec.design.seeds
+        else:  # run by `numsweep study run`: sized by its pilot
+            assert study.spec.design.max_seeds == "pilot" and study.spec.pilot.seeds
 
 
 def test_seeds_per_look_sets_the_looks(tmp_path, capsys):
