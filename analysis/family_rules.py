@@ -13,6 +13,10 @@ verdict code says which one it applies and cannot mix them up:
 Both call a family "not supported" when a component is significant (by the rule's p) against the
 prediction, and "inconclusive" otherwise. A component without a test (too few seeds) leaves the
 family inconclusive under `all_of`, and counts as not significant under `any_of`.
+
+- `interval_rule` — one estimate's predicted sign, judged by its confidence interval: supported
+  when the interval lies wholly on the predicted side of 0, not supported when wholly on the
+  other, inconclusive when it covers 0 (or there is none).
 """
 
 from __future__ import annotations
@@ -84,3 +88,13 @@ def any_of(components: Sequence[Component], alpha: float = 0.05) -> FamilyVerdic
     else:
         verdict = "inconclusive"
     return FamilyVerdict(ANY_OF, verdict, alpha, results, p_used)
+
+
+def interval_rule(low: float | None, high: float | None, predicted: int) -> str:
+    """The verdict on "the estimate's sign is `predicted`" (+1 / −1) from its interval [low,
+    high] (see the module docstring); an interval touching 0 is inconclusive."""
+    if low is None or high is None:
+        return "inconclusive"
+    below, above = high < 0, low > 0
+    predicted_side, other_side = (below, above) if predicted < 0 else (above, below)
+    return "supported" if predicted_side else "not supported" if other_side else "inconclusive"
