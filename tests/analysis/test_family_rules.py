@@ -1,10 +1,12 @@
 """The named verdict rules (analysis/family_rules.py): intersection–union (every component at
 raw p < α, no correction) and "any of" (Holm), on hand-made components whose Holm p-values are
-derived by hand in the test."""
+derived by hand in the test; and one estimate's predicted sign judged by its interval."""
 
 from __future__ import annotations
 
-from analysis.family_rules import ALL_OF, ANY_OF, Component, all_of, any_of
+import pytest
+
+from analysis.family_rules import ALL_OF, ANY_OF, Component, all_of, any_of, interval_rule
 from tests.analysis_fixtures import holm_by_definition
 
 
@@ -41,3 +43,22 @@ def test_any_of_uses_holm() -> None:
     # a component without a test is left out of Holm's family
     v = any_of(comps((+1, 0.1, 0.02), (+1, None, None)))
     assert v.p_used == {"c0": 0.02, "c1": None} and v.verdict == "supported"
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "predicted", "expected"),
+    [
+        (-0.3, -0.1, -1, "supported"),  # wholly below 0, as predicted
+        (0.1, 0.3, -1, "not supported"),  # wholly above
+        (-0.1, 0.2, -1, "inconclusive"),  # covers 0
+        (-0.2, 0.0, -1, "inconclusive"),  # touches 0
+        (0.1, 0.3, +1, "supported"),
+        (-0.3, -0.1, +1, "not supported"),
+        (None, 0.3, +1, "inconclusive"),  # no interval
+        (-0.3, None, -1, "inconclusive"),
+    ],
+)
+def test_interval_rule_judges_the_predicted_sign_by_the_interval(
+    low: float | None, high: float | None, predicted: int, expected: str
+) -> None:
+    assert interval_rule(low, high, predicted) == expected
