@@ -1,11 +1,11 @@
-"""Study 1's tables and figures, from its results store alone (`make study-del-report`):
+"""Study 1's tables, verdicts and figures, from its results store alone (`make study-del-report`):
 
     python studies/del_cpu/tables.py RESULTS OUT
 
-Every number in the study's README comes from one of these `python -m analysis` commands; each is
-written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision), and OUT/index
-lists the commands. The hypothesis families are the pre-registered ones (README): each is one
-`ablation --arms … --family all` command, so its Holm correction covers exactly its components.
+Every number in the study's README is in one of these tables, each an analysis command written to
+OUT by analysis/study_report.py. The hypothesis families are the pre-registered ones (README):
+each is one `ablation --arms … --family all` command, so its Holm correction covers exactly its
+components.
 """
 
 from __future__ import annotations

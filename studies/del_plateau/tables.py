@@ -1,11 +1,10 @@
-"""Study 3's tables, verdicts and figures, from its results store alone
+"""Study 3's tables, verdicts and figures, from its results stores alone
 (`make study-del-plateau-report`):
 
-    python studies/del_plateau/tables.py RESULTS OUT
+    python studies/del_plateau/tables.py PILOT_RESULTS RESULTS OUT
 
-Every number in the study's README comes from one of these `python -m analysis` commands; each is
-written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision), and
-OUT/index.txt lists the commands. The verdict rules are the pre-registered ones (README,
+Every number in the study's README is in one of these tables, each an analysis command written to
+OUT by analysis/study_report.py. The verdict rules are the pre-registered ones (README,
 "Hypotheses"), applied in `verdicts` through analysis/family_rules.py, which names its rule.
 """
 
@@ -16,7 +15,7 @@ from typing import Any
 
 from analysis.ablation import AblationSettings
 from analysis.ablation_options import PairedOptions
-from analysis.family_rules import Component, FamilyVerdict, all_of, any_of
+from analysis.family_rules import Comparison, FamilyVerdict, compare_arms
 from analysis.plateau import PlateauSettings
 from analysis.power import PowerSettings
 from analysis.selection import parse_value, parse_values
@@ -48,39 +47,17 @@ SECONDARY_FINAL = [
 """Secondary generation metrics (generated once, at the last step: the final value)."""
 
 
-def component(record: dict[str, Any] | None, name: str, p_key: str = "p") -> Component:
-    """A family component from an ablation record (no record or no test: p None)."""
-    if record is None:
-        return Component(name, +1, None, None)
-    return Component(name, +1, record.get("mean_diff"), record.get(p_key))
-
-
-def tost_component(record: dict[str, Any] | None, name: str) -> Component:
-    """A TOST as a family component: its claim (|Δ| < SESOI) has no sign, so the estimate is the
-    margin left, SESOI − |Δ|, predicted positive; a TOST p < α implies it is."""
-    if record is None or record.get("mean_diff") is None:
-        return Component(name, +1, None, None)
-    return Component(name, +1, SESOI - abs(record["mean_diff"]), record.get("tost_p"))
-
-
 def verdicts(
     greater: dict[str, Any], less: dict[str, Any], control: dict[str, Any]
 ) -> dict[str, Any]:
     """The pre-registered verdicts from the three primary ablation JSONs (one-sided `greater`
-    with TOST, one-sided `less`, and the control's TOST): README, "Hypotheses"."""
-    helps = any_of([component(paired_record(greater, arm, PRIMARY), arm) for arm in DOSES], ALPHA)
-    # "against": DEL significantly below MLE (one-sided `less`, Holm over the two doses); the
-    # component's prediction is "lower", so a significant `less` test reads "as predicted" there.
-    hurts = any_of([_lower(paired_record(less, arm, PRIMARY), arm) for arm in DOSES], ALPHA)
-    tost = all_of(
-        [tost_component(paired_record(greater, arm, PRIMARY), arm) for arm in DOSES], ALPHA
-    )
-    per_dose = {arm: _dose(arm, greater, less, helps, hurts, tost) for arm in DOSES}
-    if hurts.verdict == "supported":
-        h1 = "not supported"
-    else:
-        h1 = "supported" if helps.verdict == "supported" else "inconclusive"
-    h2 = "supported" if tost.verdict == "supported" else "inconclusive"
+    with TOST, one-sided `less`, and the control's TOST): README, "Hypotheses". H1 and H2 are
+    analysis/family_rules.py's `compare_arms` over the doses (Holm over the two one-sided tests;
+    the TOSTs' intersection-union needs no correction)."""
+    up = {arm: paired_record(greater, arm, PRIMARY) for arm in DOSES}
+    down = {arm: paired_record(less, arm, PRIMARY) for arm in DOSES}
+    c = compare_arms(up, down, SESOI, ALPHA)
+    per_dose = {arm: _dose(arm, up[arm] or {}, c) for arm in DOSES}
     ctrl = paired_record(control, CONTROL, PRIMARY)
     h3 = (
         "no test"
@@ -88,53 +65,27 @@ def verdicts(
         else ("equivalent" if ctrl["tost_p"] < ALPHA else "not shown equivalent")
     )
     return {
-        "H1": {"verdict": h1, "helps": _family(helps), "hurts": _family(hurts)},
-        "H2": {"verdict": h2, "tost": _family(tost)},
+        "H1": {"verdict": c.superior, "helps": _family(c.helps), "hurts": _family(c.hurts)},
+        "H2": {"verdict": c.equivalence, "tost": _family(c.equivalent)},
         "H3": {"verdict": h3, "record": ctrl},
         "doses": per_dose,
-        "answer": answer(h1, h2, per_dose),
+        "answer": answer(c.superior, c.equivalence, per_dose),
     }
-
-
-def _lower(record: dict[str, Any] | None, name: str) -> Component:
-    """A `less` test as a component predicting "DEL lower" (significant = DEL worse)."""
-    return replace(component(record, name), predicted=-1)
 
 
 def _family(v: FamilyVerdict) -> dict[str, Any]:
     return {"rule": v.rule, "verdict": v.verdict, "results": v.results, "p_used": v.p_used}
 
 
-def _dose(
-    arm: str,
-    greater: dict[str, Any],
-    less: dict[str, Any],
-    helps: FamilyVerdict,
-    hurts: FamilyVerdict,
-    tost: FamilyVerdict,
-) -> dict[str, Any]:
-    """One dose's status: better / worse (Holm over the doses, one-sided) / equivalent (TOST)."""
-    r = paired_record(greater, arm, PRIMARY) or {}
-    better = helps.results.get(arm) == "as predicted"
-    worse = hurts.results.get(arm) == "as predicted"
-    equivalent = tost.results.get(arm) == "as predicted"
-    if worse:
-        status = "worse"
-    elif better and equivalent:
-        status = "better, by less than the SESOI"
-    elif better:
-        status = "better"
-    elif equivalent:
-        status = "equivalent"
-    else:
-        status = "inconclusive"
+def _dose(arm: str, r: dict[str, Any], c: Comparison) -> dict[str, Any]:
+    """One dose's status (better / worse / equivalent) and the numbers behind it."""
     return {
-        "status": status,
+        "status": c.status(arm),
         "mean_diff": r.get("mean_diff"),
         "n_pairs": r.get("n_pairs"),
         "p_greater": r.get("p"),
-        "p_greater_holm": helps.p_used.get(arm),
-        "p_less_holm": hurts.p_used.get(arm),
+        "p_greater_holm": c.helps.p_used.get(arm),
+        "p_less_holm": c.hurts.p_used.get(arm),
         "tost_p": r.get("tost_p"),
         "ci90": [r.get("tost_ci_low"), r.get("tost_ci_high")],
     }

@@ -1,15 +1,12 @@
-"""Study 5's tables and verdicts, from its results stores alone (`make
-study-del-pretrained-report`):
+"""Study 5's tables and verdicts, from its results stores alone
+(`make study-del-pretrained-report`):
 
     python studies/del_pretrained/tables.py PILOT_RESULTS RESULTS OUT
 
-Every number in the study's README comes from one of these `python -m analysis` commands, each
-written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision); OUT/index.txt
-lists them. The two pilots (README, "Pilot A" and "Pilot B"): pilot A's curves of generated and
-teacher-forced metrics at each evaluation, what a trial costs here and the DEL term's size;
-pilot B's seed-to-seed spread and the power analysis it feeds. The main run's tests and verdicts
-(README, "Hypotheses"), its secondary metrics, sanity gates, costs and report page are read only
-once all its trials finished.
+Every number in the study's README is in one of these tables, each an analysis command written to
+OUT by analysis/study_report.py: the two pilots' (README, "Pilot A" and "Pilot B"), then, once
+all the main run's trials finished, its tests and verdicts (README, "Hypotheses"), secondary
+metrics, sanity gates, costs and report page.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from typing import Any
 
 from analysis.ablation import AblationSettings
 from analysis.ablation_options import PairedOptions
+from analysis.family_rules import compare_arms
 from analysis.power import PowerSettings
 from analysis.selection import parse_value
 from analysis.study_report import StudyReport, cell, markdown_table, paired_record, run_script
@@ -124,14 +122,15 @@ term's share of the loss, and the power the main run reached at its own spread."
 
 def verdicts(greater: dict[str, Any], less: dict[str, Any]) -> dict[str, Any]:
     """The pre-registered verdicts (README, "Hypotheses") from the primary ablation JSONs: the
-    one-sided `greater` test with its TOST, and the one-sided `less` test."""
+    one-sided `greater` test with its TOST, and the one-sided `less` test (one arm: no
+    correction), by analysis/family_rules.py's `compare_arms`."""
     up = paired_record(greater, ARM, PRIMARY) or {}
     down = paired_record(less, ARM, PRIMARY) or {}
-    better, worse, equivalent = (_below(x) for x in (up.get("p"), down.get("p"), up.get("tost_p")))
+    c = compare_arms({ARM: up}, {ARM: down}, SESOI, ALPHA)
     return {
-        "H1": "not supported" if worse else ("supported" if better else "inconclusive"),
-        "H2": "supported" if equivalent else "inconclusive",
-        "answer": answer(better, worse, equivalent),
+        "H1": c.superior,
+        "H2": c.equivalence,
+        "answer": answer(c.better(ARM), c.worse(ARM), c.within(ARM)),
         "mean_diff": up.get("mean_diff"),
         "n_pairs": up.get("n_pairs"),
         "p_greater": up.get("p"),
@@ -139,10 +138,6 @@ def verdicts(greater: dict[str, Any], less: dict[str, Any]) -> dict[str, Any]:
         "tost_p": up.get("tost_p"),
         "ci90": [up.get("tost_ci_low"), up.get("tost_ci_high")],
     }
-
-
-def _below(p: float | None) -> bool:
-    return p is not None and p < ALPHA
 
 
 def answer(better: bool, worse: bool, equivalent: bool) -> str:

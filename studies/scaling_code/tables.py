@@ -3,12 +3,10 @@
 
     python studies/scaling_code/tables.py RESULTS OUT
 
-Every number in the study's README comes from one of these `python -m analysis` commands, each
-written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision); OUT/index.txt
-lists them. `gate` is the sanity gate on the grid's and the gate stage's trials; S1 and S2 read
-`scaling` (the main run, with the field's robust fits), S3 reads `S3` (the plain fits of SA and
-log-confidence at the 90% level of its equivalence bound), S4 reads `S4` (paired tests with a
-TOST). OUT/verdicts.md and .json apply the registered rules (README, Hypotheses) to their records.
+Every number in the study's README is in one of these tables, each an analysis command written to
+OUT by analysis/study_report.py. `gate` is the sanity gate on the grid's and the gate stage's
+trials; S1 and S2 read `scaling` (the main run, with the field's robust fits), S3 and S4 their
+own tables; OUT/verdicts.md and .json apply the registered rules (README, Hypotheses).
 """
 
 from __future__ import annotations

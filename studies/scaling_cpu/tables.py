@@ -1,12 +1,12 @@
-"""Study 2's tables and figures, from its results store alone (`make study-scaling-report`):
+"""Study 2's tables, figures and verdicts, from its results store alone
+(`make study-scaling-report`):
 
     python studies/scaling_cpu/tables.py RESULTS OUT
 
-Every number in the study's README comes from one of these `python -m analysis` commands, each
-written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision); OUT/index.txt
-lists them. S1-S3 and the extrapolation check read `scaling`; S4 is one `ablation --block model`
-family; `budget` lists every trial's tokens seen and training FLOPs (6·N·D). OUT/verdicts.md and
-.json apply the pre-registered rules of S1-S4 (README, Hypotheses) to those tables' records.
+Every number in the study's README is in one of these tables, each an analysis command written to
+OUT by analysis/study_report.py, but `budget` (every trial's tokens seen and training FLOPs,
+6·N·D), computed here. OUT/verdicts.md and .json apply the pre-registered rules of S1-S4 (README,
+Hypotheses) to the tables' records.
 """
 
 from __future__ import annotations
