@@ -1,18 +1,15 @@
-"""Study 1's tables and figures, from its results store alone (`make study-del-report`):
+"""Study 1's tables, verdicts and figures, from its results store alone (`make study-del-report`):
 
     python studies/del_cpu/tables.py RESULTS OUT
 
-Every number in the study's README comes from one of these `python -m analysis` commands; each is
-written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision), and OUT/index
-lists the commands. The hypothesis families are the pre-registered ones (README): each is one
-`ablation --arms … --family all` command, so its Holm correction covers exactly its components.
+Every number in the study's README is in one of these tables, each an analysis command written to
+OUT by analysis/study_report.py. The hypothesis families are the pre-registered ones (README):
+each is one `ablation --arms … --family all` command, so its Holm correction covers exactly its
+components.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,7 +17,7 @@ import numpy as np
 from analysis.ablation import AblationSettings
 from analysis.entropy import EntropySettings
 from analysis.search import SearchSettings, search
-from analysis.study_report import StudyReport
+from analysis.study_report import StudyReport, markdown_table, run_script
 from records.reader import open_store
 
 H6_METRICS = ["eval/test/digit_acc", "gen/mathgen/exact_match"]
@@ -165,74 +162,78 @@ def test_family(
     return verdict([r for t in tables for r in t.get("records") or []], family)
 
 
-def write_verdicts(out: Path, verdicts: list[dict]) -> None:
-    """OUT/verdicts.json (every component) and OUT/verdicts.md (a line per component); H5 is
-    each of H1-H4 whose extrapolation verdict equals its interpolation verdict."""
-    by_name = {v["family"]: v["verdict"] for v in verdicts}
-    h5 = {
-        name: "holds" if by_name[name] == by_name[f"{name}_extra"] else "does not hold"
-        for name in ("H1", "H2", "H3", "H4")
-    }
-    (out / "verdicts.json").write_text(json.dumps({"families": verdicts, "H5": h5}, indent=1))
+def verdict_lines(verdicts: list[dict], h5: dict[str, str]) -> list[str]:
+    """OUT/verdicts.md: a line per component, then H5 per family."""
     columns = ["family", "verdict", "arm − baseline", "metric", "predicted", "Δ mean", "pairs"]
     columns += ["p", "p (Holm)", "component"]
-    lines = ["| " + " | ".join(columns) + " |", "|---|---|---|---|---|---:|---:|---:|---:|---|"]
+    rows = []
     for v in verdicts:
         for c in v["components"]:
             if "p" not in c:
                 cells = [c["arm"], c["metric"], "", "", "", "", "", c["result"]]
             else:
-                cells = [
-                    f"{c['arm']} − {v['baseline']}",
-                    c["metric"],
-                    c["predicted"],
-                    f"{c['mean_diff']:+.4g}",
-                    str(c["n_pairs"]),
-                    f"{c['p']:.3g}",
-                    f"{c['p_holm']:.3g}",
-                    c["result"],
-                ]
-            lines.append("| " + " | ".join([v["family"], v["verdict"], *cells]) + " |")
+                cells = [f"{c['arm']} − {v['baseline']}", c["metric"], c["predicted"]]
+                cells += [f"{c['mean_diff']:+.4g}", str(c["n_pairs"]), f"{c['p']:.3g}"]
+                cells += [f"{c['p_holm']:.3g}", c["result"]]
+            rows.append([v["family"], v["verdict"], *cells])
+    lines = markdown_table(columns, rows, "lllllrrrrl")
     lines += ["", "H5 (extrapolation verdict = interpolation verdict):"]
+    by_name = {v["family"]: v["verdict"] for v in verdicts}
     for name, holds in h5.items():
         pair = (by_name[name], by_name[f"{name}_extra"])
         both = " (both inconclusive: nothing carried over)" if pair == ("inconclusive",) * 2 else ""
         lines.append(f"- {name}: {pair[0]} / {pair[1]}: {holds}{both}")
-    (out / "verdicts.md").write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def h5(verdicts: list[dict]) -> dict[str, str]:
+    """H5: each of H1-H4 whose extrapolation verdict equals its interpolation verdict."""
+    by_name = {v["family"]: v["verdict"] for v in verdicts}
+    return {
+        name: "holds" if by_name[name] == by_name[f"{name}_extra"] else "does not hold"
+        for name in ("H1", "H2", "H3", "H4")
+    }
+
+
+TABLES = {
+    "secondary": AblationSettings(metrics=SECONDARY, family="all"),
+    "entropy": EntropySettings(),
+}
+"""After the families, on the ablation: the secondary table and the digit entropies."""
 
 
 def main(root: str, out_dir: str) -> None:
-    report = StudyReport(out_dir)
-    verdicts = []
-    for family in families(INTERPOLATION, "") + families(EXTRAPOLATION, "_extra"):
-        verdicts.append(test_family(report, root, [ABLATION], family))
-    secondary = AblationSettings(metrics=SECONDARY, family="all")
-    report.command("secondary", root, [ABLATION], secondary)
-    report.command("entropy", root, [ABLATION], EntropySettings())
-    present = open_store(root).experiments
-    not_run = [e for e in (SEARCH, CONFIRM) if e not in present]
-    if SEARCH in present:
-        best = SearchSettings(objectives=("eval/test/digit_acc:max",))
-        report.command("search", root, [SEARCH], best)
-    if CONFIRM in present:
-        # H6 (exploratory): DEL at the search's best setting against the default and MLE.
-        both, pooled = [ABLATION, CONFIRM], ("experiment",)
-        h6 = AblationSettings(metrics=H6_METRICS, pool=pooled, family="all")
-        report.command("H6_vs_mle", root, both, h6)
-        alpha, beta = best_setting(root)
-        default = "del (alpha=0.01, decay_base=1.02, distance=False)"
-        tuned = f"del (alpha={alpha:g}, decay_base={beta:g}, distance=False)"
-        if tuned != default:
-            h6_family = Family("H6", default, {tuned: +1}, H6_METRICS)
-            verdicts.append(test_family(report, root, both, h6_family, pooled))
-    for experiment in not_run:
-        report.note(f"not in the store (not run): {experiment}")
-    write_verdicts(report.out, verdicts)
-    report.page(root, ABLATION, "ablation")
-    report.close()
+    with StudyReport(out_dir) as report:
+        verdicts = []
+        for family in families(INTERPOLATION, "") + families(EXTRAPOLATION, "_extra"):
+            verdicts.append(test_family(report, root, [ABLATION], family))
+        report.commands(root, [ABLATION], TABLES)
+        present = open_store(root).experiments
+        if SEARCH in present:
+            best = SearchSettings(objectives=("eval/test/digit_acc:max",))
+            report.command("search", root, [SEARCH], best)
+        if CONFIRM in present:
+            verdicts += h6(report, root)
+        for experiment in (e for e in (SEARCH, CONFIRM) if e not in present):
+            report.note(f"not in the store (not run): {experiment}")
+        holds = h5(verdicts)
+        report.verdicts({"families": verdicts, "H5": holds}, verdict_lines(verdicts, holds))
+        report.page(root, ABLATION, "ablation")
+
+
+def h6(report: StudyReport, root: str) -> list[dict]:
+    """H6 (exploratory): DEL at the search's best setting against MLE, and against the default
+    setting (a family, when the best is not the default)."""
+    both, pooled = [ABLATION, CONFIRM], ("experiment",)
+    h6 = AblationSettings(metrics=H6_METRICS, pool=pooled, family="all")
+    report.command("H6_vs_mle", root, both, h6)
+    alpha, beta = best_setting(root)
+    default = "del (alpha=0.01, decay_base=1.02, distance=False)"
+    tuned = f"del (alpha={alpha:g}, decay_base={beta:g}, distance=False)"
+    if tuned == default:
+        return []
+    return [test_family(report, root, both, Family("H6", default, {tuned: +1}, H6_METRICS), pooled)]
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    run_script(main, __doc__)

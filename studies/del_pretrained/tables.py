@@ -1,30 +1,25 @@
-"""Study 5's tables and verdicts, from its results stores alone (`make
-study-del-pretrained-report`):
+"""Study 5's tables and verdicts, from its results stores alone
+(`make study-del-pretrained-report`):
 
     python studies/del_pretrained/tables.py PILOT_RESULTS RESULTS OUT
 
-Every number in the study's README comes from one of these `python -m analysis` commands, each
-written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision); OUT/index.txt
-lists them. The two pilots (README, "Pilot A" and "Pilot B"): pilot A's curves of generated and
-teacher-forced metrics at each evaluation, what a trial costs here and the DEL term's size;
-pilot B's seed-to-seed spread and the power analysis it feeds. The main run's tests and verdicts
-(README, "Hypotheses"), its secondary metrics, sanity gates, costs and report page are read only
-once all its trials finished.
+Every number in the study's README is in one of these tables, each an analysis command written to
+OUT by analysis/study_report.py: the two pilots' (README, "Pilot A" and "Pilot B"), then, once
+all the main run's trials finished, its tests and verdicts (README, "Hypotheses"), secondary
+metrics, sanity gates, costs and report page.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from analysis.ablation import AblationSettings
 from analysis.ablation_options import PairedOptions
+from analysis.family_rules import compare_arms
 from analysis.power import PowerSettings
 from analysis.selection import parse_value
-from analysis.study_report import StudyReport, finished_trials, paired_record
+from analysis.study_report import StudyReport, cell, markdown_table, paired_record, run_script
 
 PILOT_A = "del-pretrained-pilot-a"
 PILOT_B = "del-pretrained-pilot-b"
@@ -81,44 +76,61 @@ COSTS = (
 """A trial's cost: per step, per evaluation (and its generation), memory, start-up, in all."""
 
 
-def pilot_a(report: StudyReport, root: str) -> None:
-    """Pilot A: the curves per arm at every evaluation, the costs, the DEL term's share."""
-    steps = tuple(parse_value(f"step:{s}") for s in EVALUATED)
-    report.command(
-        "pilot_a_curves", root, [PILOT_A], AblationSettings(metrics=CURVES, values=steps)
-    )
-    report.command("pilot_a_costs", root, [PILOT_A], AblationSettings(metrics=COSTS))
-    report.command("pilot_a_del_term", root, [PILOT_A], DEL_TERM)
+def steps(*evaluated: int) -> tuple:
+    """The values at these evaluation steps."""
+    return tuple(parse_value(f"step:{s}") for s in evaluated)
 
 
-def pilot_b(report: StudyReport, root: str) -> None:
-    """Pilot B: the final metrics per arm with the (uncorrected, exploratory) paired differences,
-    the costs, and the seeds the primary metric needs for Δ = SESOI and TOST ±SESOI."""
-    metrics = (PRIMARY, "gen/mathgen/log_error", "eval/test/digit_acc", "eval/test/ce")
-    final = AblationSettings(metrics=metrics, options=PairedOptions(equivalence=SESOI))
-    report.command("pilot_b_final", root, [PILOT_B], final)
-    curve = AblationSettings(
-        metrics=("eval/test/digit_acc", "eval/test/ce"),
-        values=tuple(parse_value(f"step:{s}") for s in (0, 100, 200)),
-    )
-    report.command("pilot_b_curves", root, [PILOT_B], curve)
-    report.command("pilot_b_costs", root, [PILOT_B], AblationSettings(metrics=COSTS))
-    power = PowerSettings(
+PILOT_A_TABLES = {
+    "pilot_a_curves": AblationSettings(metrics=CURVES, values=steps(*EVALUATED)),
+    "pilot_a_costs": AblationSettings(metrics=COSTS),
+    "pilot_a_del_term": DEL_TERM,
+}
+"""Pilot A: the curves per arm at every evaluation, the costs, the DEL term's share."""
+PILOT_B_TABLES = {
+    "pilot_b_final": AblationSettings(
+        metrics=(PRIMARY, "gen/mathgen/log_error", "eval/test/digit_acc", "eval/test/ce"),
+        options=PairedOptions(equivalence=SESOI),
+    ),
+    "pilot_b_curves": AblationSettings(
+        metrics=("eval/test/digit_acc", "eval/test/ce"), values=steps(0, 100, 200)
+    ),
+    "pilot_b_costs": AblationSettings(metrics=COSTS),
+    "pilot_b_power": PowerSettings(
         delta=SESOI, metrics=(PRIMARY,), one_sided=True, budget_hours=BUDGET_HOURS
-    )
-    report.command("pilot_b_power", root, [PILOT_B], power)
+    ),
+}
+"""Pilot B: the final metrics per arm with the (uncorrected, exploratory) paired differences,
+the costs, and the seeds the primary metric needs for Δ = SESOI and TOST ±SESOI."""
+_PRIMARY = AblationSettings(metrics=(PRIMARY,), only=(ARM,), family="all")
+PRIMARY_TABLES = {
+    "primary": replace(_PRIMARY, options=PairedOptions(alternative="greater", equivalence=SESOI)),
+    "primary_less": replace(_PRIMARY, options=PairedOptions(alternative="less")),
+}
+"""The primary tests (README, "Hypotheses"): one-sided `greater` with its TOST, one-sided
+`less`."""
+SECONDARY_TABLES = {
+    "secondary": AblationSettings(metrics=SECONDARY, family="all"),
+    "parsed": PARSED,
+    "costs": AblationSettings(metrics=COSTS),
+    "del_term": DEL_TERM,
+    "power_reached": PowerSettings(delta=SESOI, metrics=(PRIMARY,), one_sided=True),
+}
+"""The secondary table (two-sided, Holm over it), the parsed-answers gate, the costs, the DEL
+term's share of the loss, and the power the main run reached at its own spread."""
 
 
 def verdicts(greater: dict[str, Any], less: dict[str, Any]) -> dict[str, Any]:
     """The pre-registered verdicts (README, "Hypotheses") from the primary ablation JSONs: the
-    one-sided `greater` test with its TOST, and the one-sided `less` test."""
+    one-sided `greater` test with its TOST, and the one-sided `less` test (one arm: no
+    correction), by analysis/family_rules.py's `compare_arms`."""
     up = paired_record(greater, ARM, PRIMARY) or {}
     down = paired_record(less, ARM, PRIMARY) or {}
-    better, worse, equivalent = (_below(x) for x in (up.get("p"), down.get("p"), up.get("tost_p")))
+    c = compare_arms({ARM: up}, {ARM: down}, SESOI, ALPHA)
     return {
-        "H1": "not supported" if worse else ("supported" if better else "inconclusive"),
-        "H2": "supported" if equivalent else "inconclusive",
-        "answer": answer(better, worse, equivalent),
+        "H1": c.superior,
+        "H2": c.equivalence,
+        "answer": answer(c.better(ARM), c.worse(ARM), c.within(ARM)),
         "mean_diff": up.get("mean_diff"),
         "n_pairs": up.get("n_pairs"),
         "p_greater": up.get("p"),
@@ -126,10 +138,6 @@ def verdicts(greater: dict[str, Any], less: dict[str, Any]) -> dict[str, Any]:
         "tost_p": up.get("tost_p"),
         "ci90": [up.get("tost_ci_low"), up.get("tost_ci_high")],
     }
-
-
-def _below(p: float | None) -> bool:
-    return p is not None and p < ALPHA
 
 
 def answer(better: bool, worse: bool, equivalent: bool) -> str:
@@ -148,67 +156,33 @@ def answer(better: bool, worse: bool, equivalent: bool) -> str:
     return f"undecided: neither a significant difference nor an equivalence {margin}"
 
 
-def write_verdicts(out: Path, v: dict[str, Any]) -> None:
-    """OUT/verdicts.json (everything) and OUT/verdicts.md (the answer and the primary tests)."""
-    (out / "verdicts.json").write_text(json.dumps(v, indent=1, default=str))
-    cells = [_g(v["mean_diff"], "+.4f"), _g(v["n_pairs"], "d"), _g(v["p_greater"], ".3g")]
-    cells += [_g(v["p_less"], ".3g"), _g(v["tost_p"], ".3g")]
-    cells.append("[" + ", ".join(_g(x, "+.4f") for x in v["ci90"]) + "]")
-    lines = [
+def verdict_lines(v: dict[str, Any]) -> list[str]:
+    """OUT/verdicts.md: the answer and the primary tests."""
+    cells = [cell(v["mean_diff"], "+.4f"), cell(v["n_pairs"], "d"), cell(v["p_greater"], ".3g")]
+    cells += [cell(v["p_less"], ".3g"), cell(v["tost_p"], ".3g")]
+    cells.append("[" + ", ".join(cell(x, "+.4f") for x in v["ci90"]) + "]")
+    columns = ["del − mle", "Δ mean", "pairs", "p (>)", "p (<)", "TOST p", "90% CI"]
+    return [
         f"Answer: {v['answer']}",
         "",
         f"H1 (DEL's generated exact match above MLE's; one-sided paired t, α {ALPHA}): {v['H1']}",
         f"H2 (DEL equivalent to MLE within ±{SESOI}; TOST, α {ALPHA}): {v['H2']}",
         "",
-        "| del − mle | Δ mean | pairs | p (>) | p (<) | TOST p | 90% CI |",
-        "|---|---:|---:|---:|---:|---:|---|",
-        "| " + " | ".join([PRIMARY, *cells]) + " |",
+        *markdown_table(columns, [[PRIMARY, *cells]], "lrrrrrl"),
     ]
-    (out / "verdicts.md").write_text("\n".join(lines) + "\n")
-
-
-def _g(x: float | None, spec: str) -> str:
-    return "—" if x is None else format(x, spec)
-
-
-def primary(report: StudyReport, root: str) -> dict[str, Any]:
-    """The primary tests (README, "Hypotheses") and their verdicts."""
-    base = AblationSettings(metrics=(PRIMARY,), only=(ARM,), family="all")
-    tost = PairedOptions(alternative="greater", equivalence=SESOI)
-    greater = report.command_json("primary", root, [MAIN], replace(base, options=tost))
-    less = PairedOptions(alternative="less")
-    less = report.command_json("primary_less", root, [MAIN], replace(base, options=less))
-    v = verdicts(greater, less)
-    write_verdicts(report.out, v)
-    return v
-
-
-def secondary(report: StudyReport, root: str) -> None:
-    """The secondary table (two-sided, Holm over it), the parsed-answers gate, the costs, the DEL
-    term's share of the loss, and the power the main run reached at its own spread."""
-    report.command("secondary", root, [MAIN], AblationSettings(metrics=SECONDARY, family="all"))
-    report.command("parsed", root, [MAIN], PARSED)
-    report.command("costs", root, [MAIN], AblationSettings(metrics=COSTS))
-    report.command("del_term", root, [MAIN], DEL_TERM)
-    power = PowerSettings(delta=SESOI, metrics=(PRIMARY,), one_sided=True)
-    report.command("power_reached", root, [MAIN], power)
 
 
 def main(pilot_root: str, root: str, out_dir: str) -> None:
-    report = StudyReport(out_dir)
-    pilot_a(report, pilot_root)
-    pilot_b(report, pilot_root)
-    done = finished_trials(root, MAIN)
-    if done == TRIALS:
-        primary(report, root)
-        secondary(report, root)
-        report.page(root, MAIN, "main")
-    else:
-        report.note(f"{MAIN}: {done} of {TRIALS} trials finished: no test is read before all are")
-    report.close()
+    with StudyReport(out_dir) as report:
+        report.commands(pilot_root, [PILOT_A], PILOT_A_TABLES)
+        report.commands(pilot_root, [PILOT_B], PILOT_B_TABLES)
+        if report.all_finished(root, MAIN, TRIALS):
+            report.commands(root, [MAIN], PRIMARY_TABLES)
+            v = verdicts(report.saved("primary"), report.saved("primary_less"))
+            report.verdicts(v, verdict_lines(v))
+            report.commands(root, [MAIN], SECONDARY_TABLES)
+            report.page(root, MAIN, "main")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    main(*sys.argv[1:])
+    run_script(main, __doc__)

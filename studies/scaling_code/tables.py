@@ -3,18 +3,14 @@
 
     python studies/scaling_code/tables.py RESULTS OUT
 
-Every number in the study's README comes from one of these `python -m analysis` commands, each
-written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision); OUT/index.txt
-lists them. `gate` is the sanity gate on the grid's and the gate stage's trials; S1 and S2 read
-`scaling` (the main run, with the field's robust fits), S3 reads `S3` (the plain fits of SA and
-log-confidence at the 90% level of its equivalence bound), S4 reads `S4` (paired tests with a
-TOST). OUT/verdicts.md and .json apply the registered rules (README, Hypotheses) to their records.
+Every number in the study's README is in one of these tables, each an analysis command written to
+OUT by analysis/study_report.py. `gate` is the sanity gate on the grid's and the gate stage's
+trials; S1 and S2 read `scaling` (the main run, with the field's robust fits), S3 and S4 their
+own tables; OUT/verdicts.md and .json apply the registered rules (README, Hypotheses).
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +18,10 @@ from lr_choice import FAMILY
 
 from analysis.ablation import AblationSettings
 from analysis.ablation_options import PairedOptions
+from analysis.family_rules import interval_rule
 from analysis.figures import plot_scaling
 from analysis.scaling.settings import ScalingSettings
-from analysis.study_report import StudyReport, json_records
+from analysis.study_report import StudyReport, json_records, judged_table, run_script
 
 EXPERIMENT = "scaling-code-main"
 SPLIT = "eval/test"
@@ -78,10 +75,7 @@ def s1(prediction: dict[str, Any]) -> str:
 def s2(trend: dict[str, Any]) -> str:
     """S2 on one `scaling_ee_share_trend` record: the slope of EE/CE per decade of N; supported
     if its interval lies below 0, not supported if above, inconclusive if it covers 0."""
-    low, high = trend["ci_low"], trend["ci_high"]
-    if low is None or high is None:
-        return "inconclusive"
-    return "supported" if high < 0 else "not supported" if low > 0 else "inconclusive"
+    return interval_rule(trend["ci_low"], trend["ci_high"], predicted=-1)
 
 
 def s3(power: list[dict[str, Any]]) -> str:
@@ -168,17 +162,6 @@ def _ci(r: dict[str, Any], key: str | None) -> str:
     return f"{low:+.4f}, {high:+.4f}"
 
 
-def write_verdicts(out: Path, found: list[dict[str, Any]]) -> None:
-    """OUT/verdicts.json and OUT/verdicts.md, a line per hypothesis and loss."""
-    (out / "verdicts.json").write_text(json.dumps(found, indent=1))
-    lines = ["| hypothesis | loss | judged | verdict | numbers |", "|---|---|---|---|---|"]
-    for v in found:
-        judged_as = "**primary**" if v["primary"] else "reported"
-        cells = [v["hypothesis"], v["loss"], judged_as, v["verdict"], v["numbers"]]
-        lines.append("| " + " | ".join(cells) + " |")
-    (out / "verdicts.md").write_text("\n".join(lines) + "\n")
-
-
 def draw_fits(report: StudyReport, result: Any) -> None:
     """OUT/fits_<loss>.png: log-log panels of CE, EE, SA and log-confidence against N with the
     plain power law, the saturating form by least squares and by Huber loss (the main run)."""
@@ -197,30 +180,37 @@ def grid_experiments(root: str) -> str:
     return ",".join(e for e in found if e != EXPERIMENT)
 
 
+METRICS = tuple(f"{SPLIT}/{m}" for m in DECOMPOSITION)
+TABLES = {
+    "S3": ScalingSettings(
+        metrics=(f"{SPLIT}/self_alignment", f"{SPLIT}/log_confidence"), level=0.90, seed=0
+    ),
+    "S4": AblationSettings(
+        metrics=(f"{SPLIT}/log_confidence", f"{SPLIT}/error_entropy"),
+        block=("model",),
+        options=PairedOptions(equivalence=EE_MARGIN),
+    ),
+    "per_size": AblationSettings(metrics=METRICS),
+}
+"""After the main run's robust fits (`scaling`, with its figures): S3's plain fits of SA and
+log-confidence at the 90% level of its equivalence bound, S4's paired tests with a TOST, and
+each size's values."""
+
+
 def main(root: str, out_dir: str) -> None:
-    report = StudyReport(out_dir)
-    gate = ScalingSettings(
-        metrics=(f"{SPLIT}/ce",), pool_experiments=True, models=FAMILY, gate_only=True
-    )
-    report.command("gate", root, [grid_experiments(root)], gate)
-    metrics = tuple(f"{SPLIT}/{m}" for m in DECOMPOSITION)
-    robust = ScalingSettings(metrics=metrics, robust=True, n_boot_fit=200, n_boot=2000, seed=0)
-    draw_fits(report, report.command("scaling", root, [EXPERIMENT], robust))
-    bounded = (f"{SPLIT}/self_alignment", f"{SPLIT}/log_confidence")
-    s3 = ScalingSettings(metrics=bounded, level=0.90, seed=0)
-    report.command("S3", root, [EXPERIMENT], s3)
-    pair = (f"{SPLIT}/log_confidence", f"{SPLIT}/error_entropy")
-    tost = PairedOptions(equivalence=EE_MARGIN)
-    s4 = AblationSettings(metrics=pair, block=("model",), options=tost)
-    report.command("S4", root, [EXPERIMENT], s4)
-    report.command("per_size", root, [EXPERIMENT], AblationSettings(metrics=metrics))
-    report.page(root, EXPERIMENT, "report")
-    write_verdicts(report.out, verdicts(report.out))
-    report.note("verdicts: studies/scaling_code/tables.py (S1-S4 by the registered rules)")
-    report.close()
+    with StudyReport(out_dir) as report:
+        gate = ScalingSettings(
+            metrics=(f"{SPLIT}/ce",), pool_experiments=True, models=FAMILY, gate_only=True
+        )
+        report.command("gate", root, [grid_experiments(root)], gate)
+        robust = ScalingSettings(metrics=METRICS, robust=True, n_boot_fit=200, n_boot=2000, seed=0)
+        draw_fits(report, report.command("scaling", root, [EXPERIMENT], robust))
+        report.commands(root, [EXPERIMENT], TABLES)
+        report.page(root, EXPERIMENT, "report")
+        found = verdicts(report.out)
+        made_by = "studies/scaling_code/tables.py (S1-S4 by the registered rules)"
+        report.verdicts(found, judged_table(found, ("hypothesis", "loss")), made_by)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    run_script(main, __doc__)

@@ -1,28 +1,32 @@
-"""Study 2's tables and figures, from its results store alone (`make study-scaling-report`):
+"""Study 2's tables, figures and verdicts, from its results store alone
+(`make study-scaling-report`):
 
     python studies/scaling_cpu/tables.py RESULTS OUT
 
-Every number in the study's README comes from one of these `python -m analysis` commands, each
-written to OUT as Markdown (`<name>.md`) and JSON (`<name>.json`, full precision); OUT/index.txt
-lists them. S1-S3 and the extrapolation check read `scaling`; S4 is one `ablation --block model`
-family; `budget` lists every trial's tokens seen and training FLOPs (6·N·D). OUT/verdicts.md and
-.json apply the pre-registered rules of S1-S4 (README, Hypotheses) to those tables' records.
+Every number in the study's README is in one of these tables, each an analysis command written to
+OUT by analysis/study_report.py, but `budget` (every trial's tokens seen and training FLOPs,
+6·N·D), computed here. OUT/verdicts.md and .json apply the pre-registered rules of S1-S4 (README,
+Hypotheses) to the tables' records.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from analysis.ablation import AblationSettings
-from analysis.result import Result, Table, render
+from analysis.family_rules import interval_rule
+from analysis.result import Result, Table
 from analysis.scaling.settings import ScalingSettings
-from analysis.study_report import StudyReport, json_records
-from records.reader import current_trials, open_store, read_latest
+from analysis.study_report import (
+    StudyReport,
+    final_values,
+    json_records,
+    judged_table,
+    run_script,
+)
 
 EXPERIMENT = "scaling-cpu"
 DECOMPOSITION = ("ce", "error_entropy", "self_alignment", "log_confidence")
@@ -73,10 +77,7 @@ def s2(trend_record: dict[str, Any]) -> dict[str, Any]:
     covers 0."""
     r = trend_record
     low, high = r["ci_low"], r["ci_high"]
-    if low is None or high is None:
-        result = "inconclusive"
-    else:
-        result = "supported" if high < 0 else "not supported" if low > 0 else "inconclusive"
+    result = interval_rule(low, high, predicted=-1)
     numbers = (
         f"slope {r['slope_per_decade']:+.4f} per decade [{low:+.4f}, {high:+.4f}]"
         if low is not None and high is not None
@@ -163,40 +164,12 @@ def verdicts(out: Path) -> list[dict[str, Any]]:
     return sorted(found, key=lambda v: (v["hypothesis"], not v["primary"], v["loss"], v["split"]))
 
 
-def write_verdicts(out: Path, found: list[dict[str, Any]]) -> None:
-    """OUT/verdicts.json and OUT/verdicts.md, a line per hypothesis, loss and split."""
-    (out / "verdicts.json").write_text(json.dumps(found, indent=1))
-    lines = [
-        "| hypothesis | loss | split | judged | verdict | numbers |",
-        "|---|---|---|---|---|---|",
-    ]
-    for v in found:
-        judged = "**primary**" if v["primary"] else "reported"
-        cells = [v["hypothesis"], v["loss"], v["split"], judged, v["verdict"], v["numbers"]]
-        lines.append("| " + " | ".join(cells) + " |")
-    (out / "verdicts.md").write_text("\n".join(lines) + "\n")
-
-
 def budget(root: str) -> Result:
     """Per trial: N, the tokens seen at the end (D) and 6·N·D."""
-    store = open_store(root, [EXPERIMENT])
-    trials, notes = current_trials(store)
     names = ["model/params_non_embedding", "train/tokens_seen"]
-    latest, _ = read_latest(store, names)
-    missing = [n for n in names if n not in set(latest["metric"])]
-    if missing:
-        raise SystemExit(f"{root}: no {', '.join(missing)} in {EXPERIMENT}: no budget table")
-    final = (
-        latest.sort("step")
-        .group_by("trial_id", "metric")
-        .agg(pl.col("value").last())
-        .pivot(on="metric", index="trial_id", values="value")
-        .select("trial_id", *names)  # pivot's column order follows the rows': fix it
-        .join(trials.select("trial_id", "loss", "model", "seed"), on="trial_id")
-        .with_columns(
-            (6 * pl.col(names[0]) * pl.col(names[1])).alias("flops"),
-        )
-        .sort(names[0], "loss", "seed")
+    final, notes = final_values(root, EXPERIMENT, names, ("loss", "model", "seed"))
+    final = final.with_columns((6 * pl.col(names[0]) * pl.col(names[1])).alias("flops")).sort(
+        names[0], "loss", "seed"
     )
     rows = [
         [
@@ -221,26 +194,35 @@ def budget(root: str) -> Result:
     return result
 
 
+METRICS = tuple(f"eval/{s}/{m}" for s in ("test", "extra") for m in DECOMPOSITION)
+TABLES = {
+    "scaling": ScalingSettings(metrics=METRICS, n_boot=2000, seed=0),
+    **{
+        name: AblationSettings(
+            metrics=(f"eval/{split}/log_confidence", f"eval/{split}/error_entropy"),
+            block=("model",),
+            family="all",
+        )
+        for name, split in (("S4", "test"), ("S4_extra", "extra"))
+    },
+    "per_size": AblationSettings(metrics=METRICS),
+}
+"""S1-S3 and the extrapolation check read `scaling`; S4 is one `ablation --block model` family
+per split (Holm over its two tests)."""
+
+
 def main(root: str, out_dir: str) -> None:
-    report = StudyReport(out_dir)
-    metrics = tuple(f"eval/{s}/{m}" for s in ("test", "extra") for m in DECOMPOSITION)
-    scaling = ScalingSettings(metrics=metrics, n_boot=2000, seed=0)
-    report.command("scaling", root, [EXPERIMENT], scaling)
-    for name, split in (("S4", "test"), ("S4_extra", "extra")):
-        pair = (f"eval/{split}/log_confidence", f"eval/{split}/error_entropy")
-        s4 = AblationSettings(metrics=pair, block=("model",), family="all")
-        report.command(name, root, [EXPERIMENT], s4)
-    report.command("per_size", root, [EXPERIMENT], AblationSettings(metrics=metrics))
-    for fmt in ("md", "json"):
-        (report.out / f"budget.{fmt}").write_text(render(budget(root), fmt))
-    report.note("budget: studies/scaling_cpu/tables.py (tokens seen and 6·N·D per trial)")
-    report.page(root, EXPERIMENT, "report")
-    write_verdicts(report.out, verdicts(report.out))
-    report.note("verdicts: studies/scaling_cpu/tables.py (S1-S4 by the pre-registered rules)")
-    report.close()
+    with StudyReport(out_dir) as report:
+        report.commands(root, [EXPERIMENT], TABLES)
+        made_by = "studies/scaling_cpu/tables.py"
+        report.result("budget", budget(root), f"{made_by} (tokens seen and 6·N·D per trial)")
+        report.page(root, EXPERIMENT, "report")
+        found = verdicts(report.out)
+        keys = ("hypothesis", "loss", "split")
+        report.verdicts(
+            found, judged_table(found, keys), f"{made_by} (S1-S4 by the pre-registered rules)"
+        )
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    run_script(main, __doc__)

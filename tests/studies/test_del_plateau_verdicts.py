@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.studies.study_tables import study_tables
+from tests.studies.study_tables import ROOT, study_tables
 
 T = study_tables("del_plateau")
 LOW, HIGH = "del (alpha=0.01)", "del (alpha=0.2)"
@@ -109,7 +109,7 @@ def test_no_test_is_read_before_the_main_run_has_finished(tmp_path):
     from bench.synthetic_store import generate_store
     from records.reader import load_trials, open_store
 
-    root = T.Path(__file__).resolve().parents[2] / "studies" / "del_plateau" / "results"
+    root = ROOT / "studies" / "del_plateau" / "results"
     assert finished_trials(str(root), T.MAIN) == T.TRIALS
     partial = tmp_path / "results"
     generate_store(

@@ -115,32 +115,6 @@ def test_s4(lc, ee, expected):
     assert T.s4(records, "test")["verdict"] == expected
 
 
-def test_verdicts_file_marks_the_primary_rows(tmp_path):
-    found = [
-        {
-            "hypothesis": "S2",
-            "loss": "mle",
-            "split": "test",
-            "verdict": "supported",
-            "numbers": "x",
-            "primary": True,
-        },
-        {
-            "hypothesis": "S2",
-            "loss": "compensated",
-            "split": "extra",
-            "verdict": "inconclusive",
-            "numbers": "y",
-            "primary": False,
-        },
-    ]
-    T.write_verdicts(tmp_path, found)
-    assert json.loads((tmp_path / "verdicts.json").read_text()) == found
-    lines = (tmp_path / "verdicts.md").read_text().splitlines()
-    assert lines[2] == "| S2 | mle | test | **primary** | supported | x |"
-    assert lines[3].endswith("| reported | inconclusive | y |")
-
-
 def test_verdicts_reads_the_tables_and_judges_mle_on_the_test_split(tmp_path):
     def table(name: str, records: list[dict]) -> dict:
         return {"name": name, "records": records}
