@@ -28,7 +28,8 @@ TEST_WORKERS ?= 2
 	study-del study-del-report study-scaling study-scaling-report \
 	study-del-plateau study-del-plateau-report study-scaling-code study-scaling-code-gate \
 	study-scaling-code-report study-del-pretrained study-del-pretrained-report \
-	study-del-pretrained-replay study-del-plateau-replay
+	study-del-pretrained-replay study-del-plateau-replay study-del-doses study-del-doses-pilot \
+	study-del-doses-status
 
 venv: $(VENV)/.installed
 
@@ -242,3 +243,21 @@ study-del-pretrained-report: venv
 # before `numsweep study run` existed (two pilots, a fixed design): replay is what fits it.
 study-del-pretrained-replay: venv
 	$(RUN) -m orchestrator study replay $(PRETRAINED_STUDY)/study.yaml --from $(PRETRAINED_RESULTS)
+
+DOSES_STUDY := studies/del_doses
+DOSES_RESULTS := $(DOSES_STUDY)/results
+
+# Study 6 (SmolLM2-135M-Instruct, mle vs del at alpha 0.05 and 0.2, 512 steps at a constant rate)
+# through `numsweep study`: pilot C, its design (README, "Power plan"), the registration, the
+# main stage look by look until a look decides. Interrupted, the same target resumes.
+study-del-doses: smollm
+	$(RUN) -m orchestrator study run $(DOSES_STUDY)/study.yaml --results $(DOSES_RESULTS)
+
+# Pilot C alone, and the design the tool would register from it (nothing registered).
+study-del-doses-pilot: smollm
+	$(RUN) -m orchestrator study run $(DOSES_STUDY)/study.yaml --results $(DOSES_RESULTS) \
+	    --pilot-only
+
+# Where study 6 stands, blind (no arm's value while it runs).
+study-del-doses-status: venv
+	$(RUN) -m orchestrator study status $(DOSES_STUDY)/study.yaml --results $(DOSES_RESULTS)
