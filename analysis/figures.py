@@ -4,6 +4,7 @@ of CE against size, and the Pareto plot."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,10 @@ def plot_scaling(
     huber = any(e.get("huber") is not None for e in entries)
     forms = "solid: plain power law; dashed: E + A·N^a"
     forms += "; dotted: by Huber loss" if huber else ""
-    fig.suptitle(f"{title}  ({forms})", fontsize=10)
+    # Wrapped to the figure's width (about 11 characters an inch at this size): one panel is
+    # 4.6 inches wide, narrower than the title with its legend of forms.
+    width = max(30, int(4.6 * len(metrics) * 11))
+    fig.suptitle(textwrap.fill(f"{title} ({forms})", width), fontsize=10)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
@@ -256,6 +260,43 @@ def plot_frontier(entries: Sequence[dict[str, Any]], path: Path, title: str) -> 
             ax.grid(alpha=0.3, which="both")
             ax.legend(fontsize=7, loc="upper left")
         fig.colorbar(dots, ax=row[1], label=e["metric"])
+    fig.suptitle(title, fontsize=10)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def plot_joint_residuals(entries: Sequence[dict[str, Any]], path: Path, title: str) -> Path:
+    """Where each joint fit L(N, D) misses (a panel per group and metric): the cells' log
+    residuals ln(observed / fitted) against compute C, coloured by tokens per parameter D/N, a
+    zero line, the fit's flags (joint_fits: E above a loss already reached, held-out error past
+    its interval) in the panel's title. A form that fits leaves no trend in C or in D/N.
+
+    `entries`: the scaling result's figure data "joint_residuals" (joint_fits._residual_series)."""
+    if not entries:
+        raise ValueError("plot_joint_residuals: no entries")
+    cols = min(2, len(entries))
+    rows = -(-len(entries) // cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.9 * cols, 3.6 * rows), squeeze=False, constrained_layout=True
+    )
+    for ax, e in zip(axes.flat, entries, strict=False):
+        c, ratio = np.asarray(e["C"], float), np.asarray(e["D"], float) / np.asarray(e["N"], float)
+        dots = ax.scatter(c, e["residual"], c=np.log10(ratio), cmap="viridis", s=14, alpha=0.85)
+        ax.axhline(0.0, color="black", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("compute C (FLOPs)")
+        ax.set_ylabel("ln(observed / fitted)")
+        flags = "; ".join(e["flags"])
+        ax.set_title(
+            "\n".join(x for x in (f"{e['group'] or 'all'}, {e['metric']}", flags) if x),
+            fontsize=8,
+            color="firebrick" if flags else "black",
+        )
+        ax.grid(alpha=0.3, which="both")
+        fig.colorbar(dots, ax=ax, label="log10 tokens per parameter")
+    for ax in list(axes.flat)[len(entries) :]:
+        ax.set_visible(False)
     fig.suptitle(title, fontsize=10)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)

@@ -298,6 +298,40 @@ def frontier_figure(entries: Sequence[dict[str, Any]], title: str) -> go.Figure:
     return _layout(fig, title, len(entries), legend=False)
 
 
+def joint_residuals_figure(entries: Sequence[dict[str, Any]], title: str) -> go.Figure:
+    """The joint fits' log residuals against compute, coloured by tokens per parameter, a panel
+    per group and metric with its flags (as figures.plot_joint_residuals)."""
+    rows, cols = _grid(len(entries), cols=2)
+    titles = [
+        f"{e['group'] or 'all'}, {e['metric']}"
+        + (f" ({'; '.join(e['flags'])})" if e["flags"] else "")
+        for e in entries
+    ]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles)
+    for i, e in enumerate(entries):
+        r, c = divmod(i, cols)
+        ratio = np.log10(np.asarray(e["D"], float) / np.asarray(e["N"], float))
+        fig.add_trace(
+            go.Scatter(
+                x=e["C"],
+                y=e["residual"],
+                mode="markers",
+                marker={"color": ratio, "colorscale": "Viridis", "size": 7, "showscale": i == 0,
+                        "colorbar": {"title": {"text": "log10 D/N"}}},
+                customdata=np.c_[e["N"], e["D"]],
+                hovertemplate="C %{x:.3g}<br>N %{customdata[0]:.3g}<br>D %{customdata[1]:.3g}"
+                "<br>ln(obs/fit) %{y:.4f}<extra></extra>",
+                showlegend=False,
+            ),
+            row=r + 1,
+            col=c + 1,
+        )  # fmt: skip
+        fig.add_hline(y=0.0, line={"color": "black", "width": 1}, row=r + 1, col=c + 1)
+        fig.update_xaxes(type="log", title_text="compute C (FLOPs)", row=r + 1, col=c + 1)
+        fig.update_yaxes(title_text="ln(observed / fitted)", row=r + 1, col=c + 1)
+    return _layout(fig, title, rows, legend=False)
+
+
 def share_figure(entries: Sequence[dict[str, Any]], title: str) -> go.Figure:
     """EE/CE against size (log x), one line per group and split, CI as error bars."""
     fig = go.Figure()

@@ -75,6 +75,10 @@ class StaticFigures:
         figures.plot_share(entries, self.dir / f"{name}.png", title)
         return self._img(name, alt)
 
+    def residuals(self, name: str, alt: str, entries: Sequence[dict], title: str) -> Figure:
+        figures.plot_joint_residuals(entries, self.dir / f"{name}.png", title)
+        return self._img(name, alt)
+
     def pareto(self, name: str, alt: str, pareto: dict[str, Any]) -> Figure:
         figures.plot_pareto(
             pareto["points"], pareto["front"], pareto["objectives"], self.dir / f"{name}.png"
@@ -162,6 +166,9 @@ class InteractiveFigures:
 
     def share(self, name: str, alt: str, entries: Sequence[dict], title: str) -> Figure:
         return self._div(name, alt, self.draw.share_figure(entries, title))
+
+    def residuals(self, name: str, alt: str, entries: Sequence[dict], title: str) -> Figure:
+        return self._div(name, alt, self.draw.joint_residuals_figure(entries, title))
 
     def pareto(self, name: str, alt: str, pareto: dict[str, Any]) -> Figure:
         fig = self.draw.pareto_figure(

@@ -220,15 +220,20 @@ def _sizes(sca: Result) -> int:
     return max((len(set(map(float, e["n"]))) for e in entries), default=0)
 
 
+OTHER = "other"
+"""The split of a fitted metric that names none (a points table's loss column)."""
+
+
 def scaling_figures(figures: StaticFigures | InteractiveFigures, sca: Result) -> list[Figure]:
     """One log-log figure per split and axis (CE, EE, SA, log-confidence, or the metrics
-    fitted), the compute-optimal frontier of a joint fit, and EE's share of CE against size."""
+    fitted), the compute-optimal frontier of a joint fit and where it misses (its residuals),
+    and EE's share of CE against size."""
     out = []
     entries = sca.figure_data.get("scaling", [])
 
     def split_of(metric: str) -> str:
         parts = metric.split("/")
-        return parts[1] if parts[0] == "eval" and len(parts) >= 3 else "other"
+        return parts[1] if parts[0] == "eval" and len(parts) >= 3 else OTHER
 
     for split, axis in dict.fromkeys((split_of(e["metric"]), e["axis"]) for e in entries):
         mine = [e for e in entries if split_of(e["metric"]) == split and e["axis"] == axis]
@@ -237,15 +242,20 @@ def scaling_figures(figures: StaticFigures | InteractiveFigures, sca: Result) ->
         names = list(dict.fromkeys(e["metric"] for e in mine))
         leaves = [f"eval/{split}/{leaf}" for leaf in DECOMPOSITION_LEAVES]
         names = [m for m in leaves if m in names] + [m for m in names if m not in leaves]
-        name = f"scaling_{split}" + ("" if axis == "N" else f"_{axis}")
-        title = f"log-log scaling against {axis}, split {split}"
-        out.append(
-            figures.scaling(name, f"scaling against {axis}, split {split}", mine, names[:6], title)
-        )
+        # metrics that are not an evaluation split's (a points table's loss): no split to name
+        where = "" if split == OTHER else f", split {split}"
+        name = "scaling" + ("" if split == OTHER else f"_{split}")
+        name += "" if axis == "N" else f"_{axis}"
+        title = f"log-log scaling against {axis}{where}"
+        out.append(figures.scaling(name, f"scaling against {axis}{where}", mine, names[:6], title))
     frontier = sca.figure_data.get("frontier", [])
     if frontier:
         title = "compute-optimal frontier of the joint fit L(N, D)"
         out.append(figures.frontier("frontier", "compute-optimal frontier", frontier, title))
+    residuals = sca.figure_data.get("joint_residuals", [])
+    if residuals:
+        title = "where the joint fit L(N, D) misses: log residuals against compute"
+        out.append(figures.residuals("joint_residuals", "joint fit residuals", residuals, title))
     shares = sca.figure_data.get("ee_share", [])
     if shares:
         title = "error entropy's share of CE against size"

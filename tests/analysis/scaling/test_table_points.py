@@ -95,6 +95,11 @@ def test_cli_scaling_predict_and_report_from_a_table(tmp_path: Path, capsys) -> 
     page = (out / "index.html").read_text()
     assert "compute-optimal" in page and "frontier.png" in page
     assert (out / "figures" / "frontier.png").read_bytes()[:4] == b"\x89PNG"
+    # where the joint fit misses (issue 58: flagged fits point to it), and a table's loss column
+    # is not labelled as an evaluation split ("split other")
+    assert (out / "figures" / "joint_residuals.png").read_bytes()[:4] == b"\x89PNG"
+    assert "joint_residuals.png" in page and "split other" not in page
+    assert sorted(p.name for p in (out / "figures").glob("scaling*.png")) == ["scaling_C.png"]
     assert (out / "tables" / "scaling_joint.csv").exists()
 
 
