@@ -1,0 +1,223 @@
+"""Losses compared across scale (`--reference VALUE`): every group of the compared column (a
+store's `loss`, a table's --group) against the reference group, on each N line both have, per
+metric — the exponent test (exponent_test.py), the compute multipliers (multipliers.py), the
+paired differences and their trend where seeds are paired (paired_trend.py) — and the series of
+the report's figures (the curves with bands, the multiplier against N).
+
+Groups are compared within the rest of the fit group's columns (a store's dataset, experiment):
+a loss run as an experiment of its own is compared with the reference only when the experiments
+are pooled (--pool-experiments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from analysis.arms import format_value, plain_value
+from analysis.scaling.cells import Cells
+from analysis.scaling.exponent_test import exponent_test
+from analysis.scaling.group_lines import GroupLine
+from analysis.scaling.multipliers import PER_GROUP, multiplier_records
+from analysis.scaling.paired_trend import paired_sizes, trend_of
+from analysis.scaling.points import TrialValues, aggregate_points, line_trials, lines
+from analysis.scaling.powerlaw import MIN_SIZES, distinct_count
+from records.errors import ResultsError
+
+FIGURE_POINTS = 60
+"""Sizes on each drawn curve."""
+SHOWN = "_compared"
+"""A frame's column holding the compared column's values as text."""
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    """What is compared: the column whose values are the groups (`column`; `label` names it in
+    messages), the reference value, the planned sizes, the bootstrap."""
+
+    column: str
+    label: str
+    reference: str
+    planned: tuple[float, ...] = ()
+    n_boot: int = 2000
+    level: float = 0.95
+    seed: int = 0
+
+
+@dataclass
+class Compared:
+    """The records of the comparison's tables, its figure series and notes."""
+
+    exponent: list[dict[str, Any]] = field(default_factory=list)
+    multipliers: list[dict[str, Any]] = field(default_factory=list)
+    paired: list[dict[str, Any]] = field(default_factory=list)
+    trend: list[dict[str, Any]] = field(default_factory=list)
+    figure: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def check_reference(frame: pl.DataFrame, gcols: Sequence[str], spec: CompareSpec) -> None:
+    """Bad input before any fit: the compared column must split the fits, and the reference
+    must be one of its values (ResultsError naming it and the values there are)."""
+    if spec.column not in gcols:
+        raise ResultsError(
+            f"--reference {spec.reference}: the fits are not split by {spec.label} "
+            f"({'--group COL names it on a points table' if spec.column == 'group' else '--by'})"
+        )
+    values = sorted({format_value(v) for v in frame[spec.column].drop_nulls().to_list()})
+    if spec.reference not in values:
+        raise ResultsError(
+            f"--reference {spec.reference}: not a value of {spec.label} (its values: "
+            f"{', '.join(values)})"
+        )
+
+
+def _group_line(name: str, trials: pl.DataFrame, seeded: bool) -> GroupLine:
+    """One group's cells on a line from its trials (x = N, value; weight where the table has
+    one)."""
+    weights = trials["weight"].to_numpy() if "weight" in trials.columns else None
+    cells = Cells.of(
+        trials["x"].to_numpy(), None, trials["value"].to_numpy(), seeded=seeded, weights=weights
+    )
+    return GroupLine(name, cells)
+
+
+def _lines_of(
+    trials: pl.DataFrame, points: pl.DataFrame, metric: str, d_steps: bool
+) -> dict[str, pl.DataFrame]:
+    """A group's N lines of one metric: {line label: its trials (x, value, seed ...)}."""
+    mpts = points.filter(pl.col("metric") == metric)
+    if mpts.height == 0:
+        return {}
+    return {at: line_trials(trials, metric, "N", pts) for at, pts in lines(mpts, "N", d_steps)}
+
+
+def _shown(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    """The frame with SHOWN: the compared column's values as text, as --reference names them."""
+    col = pl.col(column)
+    text = col if frame[column].dtype == pl.String else col.map_elements(format_value, pl.String)
+    return frame.with_columns(text.alias(SHOWN))
+
+
+def _parts(frame: pl.DataFrame, rest: list[str]) -> dict[tuple, pl.DataFrame]:
+    if not rest:
+        return {(): frame}
+    return frame.partition_by(rest, as_dict=True, maintain_order=True)
+
+
+def compare_groups(data: TrialValues, metrics: Sequence[str], spec: CompareSpec) -> Compared:
+    """Every group against the reference, per (rest of the group, metric, N line)."""
+    out = Compared()
+    gcols = data.group_columns
+    rest = [c for c in gcols if c != spec.column]
+    trials = _parts(_shown(data.frame, spec.column), rest)
+    points = _parts(_shown(aggregate_points(data.frame, gcols, "N", "size"), spec.column), rest)
+    for key, part in trials.items():
+        names = list(dict.fromkeys(part[SHOWN].to_list()))
+        label = ", ".join(f"{c}={format_value(v)}" for c, v in zip(rest, key, strict=True))
+        if spec.reference not in names:
+            out.notes.append(f"{label}: no {spec.label} {spec.reference} to compare against")
+            continue
+        record = {c: plain_value(v) for c, v in zip(rest, key, strict=True)}
+        pts = points.get(key, points[next(iter(points))].clear())
+        for metric in metrics:
+            by_name = {
+                n: _lines_of(
+                    part.filter(pl.col(SHOWN) == n),
+                    pts.filter(pl.col(SHOWN) == n),
+                    metric,
+                    data.d_steps,
+                )
+                for n in names
+            }
+            for at, ref_trials in by_name[spec.reference].items():
+                where = {**record, "metric": metric, "at": at or None}
+                others = {
+                    n: ls[at] for n, ls in by_name.items() if n != spec.reference and at in ls
+                }
+                _compare_line(out, where, ref_trials, others, spec, data.seeded)
+    return out
+
+
+def _compare_line(
+    out: Compared,
+    where: dict[str, Any],
+    ref_trials: pl.DataFrame,
+    others: dict[str, pl.DataFrame],
+    spec: CompareSpec,
+    seeded: bool,
+) -> None:
+    """The three comparisons of one line, each group against the reference."""
+    place = ", ".join(f"{k}={format_value(v)}" for k, v in where.items() if v is not None)
+    if distinct_count(ref_trials["x"].to_numpy()) < MIN_SIZES or not others:
+        if others:
+            out.notes.append(f"{place}: the reference has fewer than {MIN_SIZES} sizes")
+        return
+    ref = _group_line(spec.reference, ref_trials, seeded)
+    boot = {"n_boot": spec.n_boot, "level": spec.level, "seed": spec.seed}
+    series = {spec.reference: ref}
+    mults = []
+    for name, trials in others.items():
+        if distinct_count(trials["x"].to_numpy()) < MIN_SIZES:
+            out.notes.append(f"{place}: {spec.label} {name} has fewer than {MIN_SIZES} sizes")
+            continue
+        g = _group_line(name, trials, seeded)
+        series[name] = g
+        out.exponent.append({**where, **exponent_test(g, ref, **boot)})
+        found = multiplier_records(g, ref, spec.planned, **boot)
+        out.multipliers += [{**where, **r} for r in found]
+        mults += [r for r in found if r["exponents"] == PER_GROUP]
+        _add_paired(out, where, name, trials, ref_trials, spec)
+    if len(series) > 1:
+        out.figure.append(_figure(place, series, mults, spec))
+
+
+def _add_paired(
+    out: Compared,
+    where: dict[str, Any],
+    name: str,
+    trials: pl.DataFrame,
+    ref_trials: pl.DataFrame,
+    spec: CompareSpec,
+) -> None:
+    """The paired differences per size and their trend, where both have a seed column."""
+    if "seed" not in trials.columns or "seed" not in ref_trials.columns:
+        return
+    sizes = paired_sizes(trials, ref_trials, spec.level)
+    if not sizes:
+        return
+    lead = {**where, "group": name, "reference": spec.reference}
+    out.paired += [{**lead, **s} for s in sizes]
+    out.trend.append({**lead, **trend_of(sizes, spec.level)})
+
+
+def _figure(
+    place: str, series: dict[str, GroupLine], mults: list[dict[str, Any]], spec: CompareSpec
+) -> dict[str, Any]:
+    """The figure series of one line: each group's cell means, its fitted plain law on a grid
+    with a bootstrap band, and the multipliers against N with their intervals."""
+    lo = min(g.cells.n.min() for g in series.values())
+    hi = max([*(g.cells.n.max() for g in series.values()), *spec.planned])
+    grid = np.geomspace(lo, hi, FIGURE_POINTS)
+    curves = []
+    for name, g in series.items():
+        boot, ok = g.resamples(spec.n_boot, spec.seed)
+        a = boot.slope()[ok]
+        fits = np.exp(boot.intercept(boot.slope())[ok][:, None] + a[:, None] * np.log(grid))
+        band = np.quantile(fits, [(1 - spec.level) / 2, (1 + spec.level) / 2], axis=0)
+        curves.append(
+            {
+                "name": name,
+                "n": g.cells.n,
+                "m": g.cells.means(),
+                "grid": grid,
+                "fit": g.fitted(np.log(grid)),
+                "low": band[0] if ok.any() else None,
+                "high": band[1] if ok.any() else None,
+            }
+        )
+    return {"title": place, "reference": spec.reference, "curves": curves, "multipliers": mults}

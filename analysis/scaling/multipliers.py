@@ -1,0 +1,112 @@
+"""How many parameters is a loss worth? The multiplier of a group g against the reference r: the
+size N* at which the reference's fitted law reaches the loss g's fit has at its own size n, over
+n. Above 1, the reference needs that many times the parameters for the same loss.
+
+Derivation, for the plain laws L_r(N) = A_r·N^−b_r and L_g(N) = A_g·N^−b_g (group_lines.py;
+c = ln A): the reference reaches L_g(n) where A_r·N*^−b_r = A_g·n^−b_g, so
+
+    ln N* = (ln A_r − ln A_g + b_g·ln n) / b_r,
+    ln m(n) = ln N* − ln n = (c_r − c_g + (b_g − b_r)·ln n) / b_r.
+
+With the exponent shared (b_g = b_r = b) the ln n terms cancel:
+
+    m = e^{(c_r − c_g)/b} = (A_g / A_r)^{−1/b},
+
+one number at every size; with exponents per group m(n) grows with n where b_g > b_r (the loss's
+advantage widens with scale) and falls where b_g < b_r. Intervals are bootstrap percentiles:
+every resample's fits (the same draws as exponent_test.py) give m at the same n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from analysis.scaling.bootstrap import percentile_ci
+from analysis.scaling.group_lines import GroupLine, Moments, shared_slope
+
+MULTIPLIER_KEYS = (
+    *("group", "reference", "exponents", "n", "where", "loss", "n_ref", "multiplier"),
+    *("low", "high", "resamples", "remark"),
+)
+"""The fields of a `scaling_multipliers` record, each in every record."""
+PER_GROUP, SHARED = "per group", "shared"
+"""The two forms (record field `exponents`)."""
+
+
+def log_multiplier(
+    c_g: np.ndarray, a_g: np.ndarray, c_r: np.ndarray, a_r: np.ndarray, ln_n: np.ndarray
+) -> np.ndarray:
+    """ln m at ln N `ln_n` (K,) for fits (c, a) of shape (B,) each (a = −b): (B, K); nan where
+    the reference's line is flat (it reaches no other loss)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ln_star = (c_g[:, None] + a_g[:, None] * ln_n[None, :] - c_r[:, None]) / a_r[:, None]
+    out = ln_star - ln_n[None, :]
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def _fits(g: Moments, r: Moments, exponents: str) -> tuple[np.ndarray, ...]:
+    """(c_g, a_g, c_r, a_r) of each row, the slope per group or shared."""
+    if exponents == SHARED:
+        a_g = a_r = shared_slope(g, r)
+    else:
+        a_g, a_r = g.slope(), r.slope()
+    return g.intercept(a_g), a_g, r.intercept(a_r), a_r
+
+
+def _remark(where: str, n: float, n_star: float, g: GroupLine, r: GroupLine) -> str | None:
+    said = []
+    if where == "planned" and not g.cells.n.min() <= n <= g.cells.n.max():
+        said.append("beyond the loss's sizes")
+    if not r.cells.n.min() <= n_star <= r.cells.n.max():
+        said.append("the reference's fit extrapolated to N*")
+    return "; ".join(said) or None
+
+
+def multiplier_records(
+    g: GroupLine,
+    r: GroupLine,
+    planned: Sequence[float],
+    *,
+    n_boot: int,
+    level: float,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """The multiplier at each of g's sizes and at the `planned` sizes with exponents per group,
+    and the one multiplier with the exponent shared (`n` None: the same at every N)."""
+    ns = np.concatenate([g.cells.n, np.asarray(planned, dtype=np.float64)])
+    where = ["observed"] * g.sizes + ["planned"] * len(planned)
+    ln_n = np.log(ns)
+    bg, ok_g = g.resamples(n_boot, seed)
+    br, ok_r = r.resamples(n_boot, seed)
+    ok = ok_g & ok_r
+    out = []
+    for exponents in (PER_GROUP, SHARED):
+        full = _fits(g.moments(), r.moments(), exponents)
+        point = log_multiplier(*full, ln_n)[0]  # (K,)
+        boot = np.where(ok[:, None], log_multiplier(*_fits(bg, br, exponents), ln_n), np.nan)
+        keep = range(len(ns)) if exponents == PER_GROUP else range(1)
+        for k in keep:
+            ci = percentile_ci(boot[:, k], level)
+            n = float(ns[k]) if exponents == PER_GROUP else None
+            n_star = float(np.exp(point[k] + ln_n[k]))
+            loss = float(np.exp(full[0][0] + full[1][0] * ln_n[k]))
+            out.append(
+                {
+                    "group": g.name,
+                    "reference": r.name,
+                    "exponents": exponents,
+                    "n": n,
+                    "where": where[k] if n is not None else "any N",
+                    "loss": loss if n is not None else None,
+                    "n_ref": n_star if n is not None else None,
+                    "multiplier": float(np.exp(point[k])),
+                    "low": float(np.exp(ci[0])) if ci else None,
+                    "high": float(np.exp(ci[1])) if ci else None,
+                    "resamples": int(np.isfinite(boot[:, k]).sum()),
+                    "remark": _remark(where[k], float(ns[k]), n_star, g, r) if n else None,
+                }
+            )
+    return out
