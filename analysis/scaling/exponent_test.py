@@ -4,8 +4,11 @@ nested pair:
 
 - the difference b_g − b_r with its bootstrap percentile interval (cells, and seeds within
   cells where declared, redrawn within each group, the same draws for both: Cells.draws), and
-  beside it the t-interval of the separate fit, b_g − b_r ± t_{P−4}·s·√(1/Sxx_g + 1/Sxx_r),
-  s² = (SSE_g + SSE_r) / (P − 4) over the P = P_g + P_r cell means;
+  the t-interval of the separate fit, b_g − b_r ± t_{P−4}·s·√(1/Sxx_g + 1/Sxx_r),
+  s² = (SSE_g + SSE_r) / (P − 4) over the P = P_g + P_r cell means; `low`, `high` are the
+  bootstrap's from 10 cells in each group, else the t-interval's (group_lines.interval_method).
+  The t-interval takes the groups as independent: for paired seeds it is wider than it need be,
+  and the bootstrap, whose draws keep the pairs, narrower (paired_trend.py is the paired test);
 - p: the F-test of the shared exponent against separate ones, F = (SSE_shared − SSE_separate)
   / (SSE_separate / (P − 4)) on (1, P − 4) degrees of freedom, on log L: exact for Gaussian
   noise in log L of equal variance in both groups; it is the square of the t-statistic of the
@@ -21,13 +24,13 @@ import numpy as np
 from scipy import stats
 
 from analysis.scaling.bootstrap import percentile_ci
-from analysis.scaling.group_lines import GroupLine, Moments, shared_slope
+from analysis.scaling.group_lines import GroupLine, Moments, interval_method, shared_slope
 from analysis.seed_stats import t_quantile
 
 TEST_KEYS = (
     *("group", "reference", "sizes", "sizes_ref", "exponent", "exponent_ref", "difference"),
-    *("low", "high", "t_low", "t_high", "p", "shared_exponent", "resamples", "resampling"),
-    "remark",
+    *("low", "high", "ci_method", "t_low", "t_high", "boot_low", "boot_high", "p"),
+    *("shared_exponent", "resamples", "resampling", "remark"),
 )
 """The fields of a `scaling_exponent_test` record, each in every record (None where
 undefined)."""
@@ -69,7 +72,10 @@ def exponent_test(
     diffs = np.where(ok_g & ok_r, br.slope() - bg.slope(), np.nan)  # b_g − b_r = a_r − a_g
     ci = percentile_ci(diffs, level)
     used = int(np.isfinite(diffs).sum())
-    out |= {"low": ci[0] if ci else None, "high": ci[1] if ci else None, "resamples": used}
+    out |= {"boot_low": ci[0] if ci else None, "boot_high": ci[1] if ci else None}
+    method = interval_method(g, r)
+    low, high = ("boot_low", "boot_high") if method == "bootstrap" else ("t_low", "t_high")
+    out |= {"low": out[low], "high": out[high], "ci_method": method, "resamples": used}
     out["resampling"] = g.cells.how(n_boot, seed)
     if used < n_boot:
         left = f"{n_boot - used} of {n_boot} resamples drew fewer than 3 sizes: left out"

@@ -77,13 +77,22 @@ def check_reference(frame: pl.DataFrame, gcols: Sequence[str], spec: CompareSpec
 
 
 def _group_line(name: str, trials: pl.DataFrame, seeded: bool) -> GroupLine:
-    """One group's cells on a line from its trials (x = N, value; weight where the table has
-    one)."""
-    weights = trials["weight"].to_numpy() if "weight" in trials.columns else None
-    cells = Cells.of(
-        trials["x"].to_numpy(), None, trials["value"].to_numpy(), seeded=seeded, weights=weights
+    """One group's cells on a line from its trials (x = N, value; seed and weight where there
+    are): the units of a cell in seed order, so that a resample draws the same seeds of every
+    group where their seeds are the same (Cells.of orders them by value)."""
+    order = ["x", "seed"] if "seed" in trials.columns else ["x"]
+    parts = trials.sort(order).partition_by("x", maintain_order=True)
+    weighted = "weight" in trials.columns
+    return GroupLine(
+        name,
+        Cells(
+            n=np.array([float(p["x"][0]) for p in parts]),
+            d=np.ones(len(parts)),
+            units=tuple(p["value"].to_numpy().astype(np.float64) for p in parts),
+            seeded=seeded,
+            unit_weights=tuple(p["weight"].to_numpy() for p in parts) if weighted else None,
+        ),
     )
-    return GroupLine(name, cells)
 
 
 def _lines_of(

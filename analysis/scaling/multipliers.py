@@ -13,8 +13,14 @@ With the exponent shared (b_g = b_r = b) the ln n terms cancel:
     m = e^{(c_r − c_g)/b} = (A_g / A_r)^{−1/b},
 
 one number at every size; with exponents per group m(n) grows with n where b_g > b_r (the loss's
-advantage widens with scale) and falls where b_g < b_r. Intervals are bootstrap percentiles:
-every resample's fits (the same draws as exponent_test.py) give m at the same n.
+advantage widens with scale) and falls where b_g < b_r.
+
+Intervals (which one a record reports: group_lines.interval_method): the bootstrap's
+percentiles, every resample's fits (the same draws as exponent_test.py) giving m at the same n;
+and the t-interval of ln m by the delta method from the least-squares covariance of the pair's
+fit (group_lines.ols_covariance), with the gradient of ln m in (c_g, a_g, c_r, a_r):
+(1/a_r, ln n/a_r, −1/a_r, −h/a_r²), h = c_g + a_g·ln n − c_r; shared, in (c_g, c_r, a):
+(1/a, −1/a, −(c_g − c_r)/a²).
 """
 
 from __future__ import annotations
@@ -25,11 +31,20 @@ from typing import Any
 import numpy as np
 
 from analysis.scaling.bootstrap import percentile_ci
-from analysis.scaling.group_lines import GroupLine, Moments, shared_slope
+from analysis.scaling.group_lines import (
+    GroupLine,
+    Moments,
+    design,
+    interval_method,
+    ols_covariance,
+    shared_slope,
+)
+from analysis.seed_stats import t_quantile
 
 MULTIPLIER_KEYS = (
     *("group", "reference", "exponents", "n", "where", "loss", "n_ref", "multiplier"),
-    *("low", "high", "resamples", "remark"),
+    *("low", "high", "ci_method", "t_low", "t_high", "boot_low", "boot_high", "resamples"),
+    "remark",
 )
 """The fields of a `scaling_multipliers` record, each in every record."""
 PER_GROUP, SHARED = "per group", "shared"
@@ -56,6 +71,29 @@ def _fits(g: Moments, r: Moments, exponents: str) -> tuple[np.ndarray, ...]:
     return g.intercept(a_g), a_g, r.intercept(a_r), a_r
 
 
+def delta_t(
+    g: GroupLine, r: GroupLine, exponents: str, ln_n: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The t-interval of ln m at each ln N (K,) by the delta method (module docstring); None
+    without a residual degree of freedom."""
+    beta, cov, dof = ols_covariance(*design(g, r, exponents == SHARED))
+    if dof < 1:
+        return None
+    if exponents == SHARED:
+        c_g, c_r, a = beta
+        f = np.full(ln_n.shape, (c_g - c_r) / a)
+        grad = np.tile([1 / a, -1 / a, -(c_g - c_r) / a**2], (ln_n.size, 1))  # (K, 3)
+    else:
+        c_g, a_g, c_r, a_r = beta
+        h = c_g + a_g * ln_n - c_r  # (K,)
+        f = h / a_r - ln_n
+        one = np.ones_like(ln_n)
+        grad = np.stack([one / a_r, ln_n / a_r, -one / a_r, -h / a_r**2], axis=1)  # (K, 4)
+    se = np.sqrt(np.maximum(np.einsum("kf,fg,kg->k", grad, cov, grad), 0.0))
+    half = t_quantile((1 + level) / 2, dof) * se
+    return f - half, f + half
+
+
 def _remark(where: str, n: float, n_star: float, g: GroupLine, r: GroupLine) -> str | None:
     said = []
     if where == "planned" and not g.cells.n.min() <= n <= g.cells.n.max():
@@ -63,6 +101,26 @@ def _remark(where: str, n: float, n_star: float, g: GroupLine, r: GroupLine) -> 
     if not r.cells.n.min() <= n_star <= r.cells.n.max():
         said.append("the reference's fit extrapolated to N*")
     return "; ".join(said) or None
+
+
+def _exp(x: float | None) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(np.exp(x))
+
+
+def _intervals(
+    boot: np.ndarray, t: tuple[np.ndarray, np.ndarray] | None, k: int, method: str, level: float
+) -> dict[str, Any]:
+    """The bootstrap and t intervals of the multiplier at the k-th size, and the one reported."""
+    ci = percentile_ci(boot[:, k], level)
+    out = {
+        "boot_low": _exp(ci[0]) if ci else None,
+        "boot_high": _exp(ci[1]) if ci else None,
+        "t_low": _exp(t[0][k]) if t else None,
+        "t_high": _exp(t[1][k]) if t else None,
+        "resamples": int(np.isfinite(boot[:, k]).sum()),
+    }
+    low, high = ("boot_low", "boot_high") if method == "bootstrap" else ("t_low", "t_high")
+    return out | {"low": out[low], "high": out[high], "ci_method": method}
 
 
 def multiplier_records(
@@ -82,31 +140,26 @@ def multiplier_records(
     bg, ok_g = g.resamples(n_boot, seed)
     br, ok_r = r.resamples(n_boot, seed)
     ok = ok_g & ok_r
+    method = interval_method(g, r)
     out = []
     for exponents in (PER_GROUP, SHARED):
         full = _fits(g.moments(), r.moments(), exponents)
         point = log_multiplier(*full, ln_n)[0]  # (K,)
         boot = np.where(ok[:, None], log_multiplier(*_fits(bg, br, exponents), ln_n), np.nan)
-        keep = range(len(ns)) if exponents == PER_GROUP else range(1)
-        for k in keep:
-            ci = percentile_ci(boot[:, k], level)
-            n = float(ns[k]) if exponents == PER_GROUP else None
+        t = delta_t(g, r, exponents, ln_n, level)
+        for k in range(len(ns)) if exponents == PER_GROUP else range(1):
+            each = exponents == PER_GROUP
             n_star = float(np.exp(point[k] + ln_n[k]))
-            loss = float(np.exp(full[0][0] + full[1][0] * ln_n[k]))
-            out.append(
-                {
-                    "group": g.name,
-                    "reference": r.name,
-                    "exponents": exponents,
-                    "n": n,
-                    "where": where[k] if n is not None else "any N",
-                    "loss": loss if n is not None else None,
-                    "n_ref": n_star if n is not None else None,
-                    "multiplier": float(np.exp(point[k])),
-                    "low": float(np.exp(ci[0])) if ci else None,
-                    "high": float(np.exp(ci[1])) if ci else None,
-                    "resamples": int(np.isfinite(boot[:, k]).sum()),
-                    "remark": _remark(where[k], float(ns[k]), n_star, g, r) if n else None,
-                }
-            )
+            record = {
+                "group": g.name,
+                "reference": r.name,
+                "exponents": exponents,
+                "n": float(ns[k]) if each else None,
+                "where": where[k] if each else "any N",
+                "loss": float(np.exp(full[0][0] + full[1][0] * ln_n[k])) if each else None,
+                "n_ref": n_star if each else None,
+                "multiplier": float(np.exp(point[k])),
+                "remark": _remark(where[k], float(ns[k]), n_star, g, r) if each else None,
+            }
+            out.append(record | _intervals(boot, t, k, method, level))
     return out
