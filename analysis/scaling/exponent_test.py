@@ -77,7 +77,7 @@ def exponent_test(
     low, high = ("boot_low", "boot_high") if method == "bootstrap" else ("t_low", "t_high")
     out |= {"low": out[low], "high": out[high], "ci_method": method, "resamples": used}
     out["resampling"] = g.cells.how(n_boot, seed)
-    if used < n_boot:
+    if used < n_boot and method == "bootstrap":
         left = f"{n_boot - used} of {n_boot} resamples drew fewer than 3 sizes: left out"
         out["remark"] = "; ".join(filter(None, [out["remark"], left]))
     return out

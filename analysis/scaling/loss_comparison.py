@@ -176,13 +176,24 @@ def _compare_line(
             continue
         g = _group_line(name, trials, seeded)
         series[name] = g
-        out.exponent.append({**where, **exponent_test(g, ref, **boot)})
-        found = multiplier_records(g, ref, spec.planned, **boot)
+        test = exponent_test(g, ref, **boot)
+        out.exponent.append({**where, **test})
+        found = _with_verdict(multiplier_records(g, ref, spec.planned, **boot), test, spec.level)
         out.multipliers += [{**where, **r} for r in found]
         mults += [r for r in found if r["exponents"] == PER_GROUP]
         _add_paired(out, where, name, trials, ref_trials, spec)
     if len(series) > 1:
         out.figure.append(_figure(place, series, mults, spec))
+
+
+def _with_verdict(
+    records: list[dict[str, Any]], test: dict[str, Any], level: float
+) -> list[dict[str, Any]]:
+    """The multipliers, the shared one remarked where the exponent test rejects a shared b."""
+    if test["p"] is None or test["p"] >= 1 - level:
+        return records
+    said = f"the exponents differ (p={test['p']:.2g}): the per-group multipliers apply"
+    return [r | {"remark": said} if r["exponents"] != PER_GROUP else r for r in records]
 
 
 def _add_paired(

@@ -1,5 +1,6 @@
 """Synthetic tables of several losses across scale with known exponents and multipliers, for the
-tests of losses compared across scale and the worked example of docs/analysis-scaling.md.
+tests of losses compared across scale and the worked example of docs/analysis-scaling.md
+(`python -m tests.analysis.scaling.loss_tables FILE` writes the default table).
 Written with numpy alone, independent of analysis/scaling.
 
 Each loss follows a plain law L = A·N^−b; the reference `mle` has A = 10, b = 0.2. A seed's noise
@@ -51,3 +52,9 @@ def write_csv(path: Path, table: dict[str, list]) -> Path:
     ]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+if __name__ == "__main__":
+    import sys
+
+    write_csv(Path(sys.argv[1] if len(sys.argv) > 1 else "losses.csv"), loss_table())
