@@ -246,6 +246,10 @@ def scaling_figures(figures: StaticFigures | InteractiveFigures, sca: Result) ->
     if frontier:
         title = "compute-optimal frontier of the joint fit L(N, D)"
         out.append(figures.frontier("frontier", "compute-optimal frontier", frontier, title))
+    compared = sca.figure_data.get("loss_comparison", [])
+    if compared:
+        title = f"losses against {compared[0]['reference']} across scale: fits and multipliers"
+        out.append(figures.comparison("loss_comparison", "losses compared", compared, title))
     shares = sca.figure_data.get("ee_share", [])
     if shares:
         title = "error entropy's share of CE against size"
@@ -257,7 +261,13 @@ def scaling_section(ctx: ReportContext) -> Section:
     """Scaling fits, their figures and the verdict (in the summary); one line below 3 sizes."""
     s = ctx.settings
     sca = ctx.run(
-        "scaling", params=s.params, value=FINAL, n_boot=s.n_boot, level=s.level, **ctx.status_kw
+        "scaling",
+        params=s.params,
+        value=FINAL,
+        n_boot=s.n_boot,
+        level=s.level,
+        reference=s.reference,
+        **ctx.status_kw,
     )
     sizes = _sizes(sca)
     section = Section("scaling", sca.title)

@@ -34,6 +34,7 @@ import numpy as np
 
 from analysis.scaling.cells import Cells
 from analysis.scaling.powerlaw import MIN_BOOTSTRAP_POINTS, MIN_SIZES, distinct_per_row
+from analysis.seed_stats import t_quantile
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,30 @@ class GroupLine:
         with np.errstate(divide="ignore", invalid="ignore"):
             y = np.log(np.where(values > 0, values, 1.0))
         return Moments.of(x, y), ok
+
+    def band(
+        self, ln_n: np.ndarray, n_boot: int, seed: int, level: float
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The band of the fitted law at ln N values `ln_n`: from MIN_BOOTSTRAP_POINTS cells the
+        bootstrap's percentiles, below that the t-band of the least-squares line,
+        exp(ŷ ± t_{P−2}·s·√(1/P + (x − x̄)²/Sxx)); None without either."""
+        if self.sizes >= MIN_BOOTSTRAP_POINTS:
+            boot, ok = self.resamples(n_boot, seed)
+            if not ok.any():
+                return None
+            a = boot.slope()[ok]
+            fits = boot.intercept(boot.slope())[ok][:, None] + a[:, None] * ln_n[None, :]
+            low, high = np.quantile(fits, [(1 - level) / 2, (1 + level) / 2], axis=0)
+            return np.exp(low), np.exp(high)
+        if self.sizes < MIN_SIZES:
+            return None
+        m = self.moments()
+        a = m.slope()
+        s2 = float(m.sse(a)[0]) / (self.sizes - 2)
+        se = np.sqrt(s2 * (1 / self.sizes + (ln_n - m.xm[0]) ** 2 / m.sxx[0]))
+        half = t_quantile((1 + level) / 2, self.sizes - 2) * se
+        mid = m.intercept(a)[0] + a[0] * ln_n
+        return np.exp(mid - half), np.exp(mid + half)
 
     def fitted(self, ln_n: np.ndarray) -> np.ndarray:
         """The plain law's fitted L at ln N values `ln_n` (the full data's own line)."""

@@ -183,7 +183,7 @@ def _compare_line(
         mults += [r for r in found if r["exponents"] == PER_GROUP]
         _add_paired(out, where, name, trials, ref_trials, spec)
     if len(series) > 1:
-        out.figure.append(_figure(place, series, mults, spec))
+        out.figure.append(_figure(place, where["metric"], series, mults, spec))
 
 
 def _with_verdict(
@@ -216,19 +216,20 @@ def _add_paired(
 
 
 def _figure(
-    place: str, series: dict[str, GroupLine], mults: list[dict[str, Any]], spec: CompareSpec
+    place: str,
+    metric: str,
+    series: dict[str, GroupLine],
+    mults: list[dict[str, Any]],
+    spec: CompareSpec,
 ) -> dict[str, Any]:
     """The figure series of one line: each group's cell means, its fitted plain law on a grid
-    with a bootstrap band, and the multipliers against N with their intervals."""
+    with its band (GroupLine.band), and the multipliers against N with their intervals."""
     lo = min(g.cells.n.min() for g in series.values())
     hi = max([*(g.cells.n.max() for g in series.values()), *spec.planned])
     grid = np.geomspace(lo, hi, FIGURE_POINTS)
     curves = []
     for name, g in series.items():
-        boot, ok = g.resamples(spec.n_boot, spec.seed)
-        a = boot.slope()[ok]
-        fits = np.exp(boot.intercept(boot.slope())[ok][:, None] + a[:, None] * np.log(grid))
-        band = np.quantile(fits, [(1 - spec.level) / 2, (1 + spec.level) / 2], axis=0)
+        band = g.band(np.log(grid), spec.n_boot, spec.seed, spec.level)
         curves.append(
             {
                 "name": name,
@@ -236,8 +237,14 @@ def _figure(
                 "m": g.cells.means(),
                 "grid": grid,
                 "fit": g.fitted(np.log(grid)),
-                "low": band[0] if ok.any() else None,
-                "high": band[1] if ok.any() else None,
+                "low": band[0] if band else None,
+                "high": band[1] if band else None,
             }
         )
-    return {"title": place, "reference": spec.reference, "curves": curves, "multipliers": mults}
+    return {
+        "title": place,
+        "metric": metric,
+        "reference": spec.reference,
+        "curves": curves,
+        "multipliers": mults,
+    }

@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.__main__ import main
-from analysis.scaling import scaling
+from analysis.__main__ import main, run
+from analysis.report_figures import InteractiveFigures
+from analysis.result import render
+from analysis.scaling import TableColumns, scaling, scaling_points
 from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
 from records.layout import trial_row
 from records.reader import open_store
@@ -33,11 +35,11 @@ def losses_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_csv(tmp_path_factory.mktemp("losses") / "losses.csv", loss_table())
 
 
-def test_a_table_compared_by_group_with_planned_sizes(losses_csv: Path, capsys) -> None:
+def test_a_table_compared_by_group_with_planned_sizes(losses_csv: Path) -> None:
     args = ["scaling", "--points", str(losses_csv), "--group", "loss_name"]
     args += ["--seed-column", "seed", "--reference", "mle", "--at", "1e11,1e12", *FAST]
-    assert main([*args, "--format", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    result, text, _ = run([*args, "--format", "json"])
+    doc = json.loads(text)
     tables = {t["name"]: t for t in doc["tables"]}
     for name in NEW_TABLES:  # every new table carries its rows, shown and as numbers
         assert tables[name]["rows"] and len(tables[name]["rows"]) == len(tables[name]["records"])
@@ -53,8 +55,7 @@ def test_a_table_compared_by_group_with_planned_sizes(losses_csv: Path, capsys) 
     trend = {r["group"]: r for r in tables["scaling_paired_trend"]["records"]}
     assert trend["steep"]["trend"] == "falls" and trend["steep"]["pairs"] == 24
     assert any("losses compared with --group loss_name mle" in h for h in doc["header"])
-    assert main([*args, "--format", "md"]) == 0
-    text = capsys.readouterr().out
+    text = render(result, "md")  # the same result as Markdown
     assert (
         "same exponent as the reference?" in text
         and "| loss | del | mle | shared | any N |" in text
@@ -129,3 +130,19 @@ def test_a_store_without_the_reference_loss_exits_2(tmp_path: Path, capsys) -> N
     assert "--reference ntl: not a value of loss (its values: del, mle, ntl_was)" in (
         capsys.readouterr().err
     )
+
+
+def test_the_report_draws_the_comparison(losses_csv: Path, tmp_path: Path) -> None:
+    args = ["report", "--points", str(losses_csv), "--group", "loss_name", "--seed-column"]
+    args += ["seed", "--reference", "mle", "--bootstrap", "200", "--fit-bootstrap", "10"]
+    assert main([*args, "-o", str(tmp_path / "png"), "--static"]) == 0
+    png = tmp_path / "png" / "figures" / "loss_comparison.png"
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "png" / "tables" / "scaling_multipliers.csv").exists()
+    # The interactive page's figure, from the same series (plotly, drawn into the page).
+    result = scaling_points(
+        losses_csv, TableColumns(group="loss_name", seed="seed"), reference="mle", n_boot=200
+    )
+    entries = result.figure_data["loss_comparison"]
+    figure = InteractiveFigures(tmp_path / "page").comparison("cmp", "compared", entries, "t")
+    assert 'id="fig-cmp"' in figure.html and "steep vs mle" in figure.html
