@@ -162,6 +162,9 @@ def _compare_line(
 ) -> None:
     """The three comparisons of one line, each group against the reference."""
     place = ", ".join(f"{k}={format_value(v)}" for k, v in where.items() if v is not None)
+    if any((t["value"] <= 0).any() for t in [ref_trials, *others.values()]):
+        out.notes.append(f"{place}: values not all positive: no comparison of log-log laws")
+        return
     if distinct_count(ref_trials["x"].to_numpy()) < MIN_SIZES or not others:
         if others:
             out.notes.append(f"{place}: the reference has fewer than {MIN_SIZES} sizes")
@@ -193,7 +196,12 @@ def _with_verdict(
     if test["p"] is None or test["p"] >= 1 - level:
         return records
     said = f"the exponents differ (p={test['p']:.2g}): the per-group multipliers apply"
-    return [r | {"remark": said} if r["exponents"] != PER_GROUP else r for r in records]
+    return [
+        r | {"remark": "; ".join(filter(None, [said, r["remark"]]))}
+        if r["exponents"] != PER_GROUP
+        else r
+        for r in records
+    ]
 
 
 def _add_paired(

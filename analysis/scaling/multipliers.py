@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from analysis.scaling.bootstrap import percentile_ci
 from analysis.scaling.group_lines import (
@@ -94,17 +95,39 @@ def delta_t(
     return f - half, f + half
 
 
-def _remark(where: str, n: float, n_star: float, g: GroupLine, r: GroupLine) -> str | None:
+def flat_reference(r: GroupLine, level: float) -> str | None:
+    """A remark where the reference's own slope is not told from 0 at `level` (t-test of its
+    line): then no N* is determined, whatever the numbers say."""
+    if r.sizes < 3:
+        return None
+    m = r.moments()
+    a = float(m.slope()[0])
+    se = float(np.sqrt(m.sse(m.slope())[0] / (r.sizes - 2) / m.sxx[0]))
+    if se == 0.0 or not np.isfinite(se):
+        return None
+    p = float(2 * stats.t.sf(abs(a) / se, r.sizes - 2))
+    if p < 1 - level:
+        return None
+    return f"the reference does not change with N (its slope p={p:.2g}): N* is not determined"
+
+
+def _remark(where: str, n: float, n_star: float | None, g: GroupLine, r: GroupLine) -> str | None:
     said = []
     if where == "planned" and not g.cells.n.min() <= n <= g.cells.n.max():
         said.append("beyond the loss's sizes")
-    if not r.cells.n.min() <= n_star <= r.cells.n.max():
+    if n_star is None:
+        said.append("the reference's fit is flat: no N*")
+    elif not r.cells.n.min() <= n_star <= r.cells.n.max():
         said.append("the reference's fit extrapolated to N*")
     return "; ".join(said) or None
 
 
 def _exp(x: float | None) -> float | None:
-    return None if x is None or not np.isfinite(x) else float(np.exp(x))
+    """e^x; None for no number, inf past the float range (an interval without an end)."""
+    if x is None or np.isnan(x):
+        return None
+    with np.errstate(over="ignore"):
+        return float(np.exp(x))
 
 
 def _intervals(
@@ -141,6 +164,7 @@ def multiplier_records(
     br, ok_r = r.resamples(n_boot, seed)
     ok = ok_g & ok_r
     method = interval_method(g, r)
+    flat = flat_reference(r, level)
     out = []
     for exponents in (PER_GROUP, SHARED):
         full = _fits(g.moments(), r.moments(), exponents)
@@ -149,7 +173,7 @@ def multiplier_records(
         t = delta_t(g, r, exponents, ln_n, level)
         for k in range(len(ns)) if exponents == PER_GROUP else range(1):
             each = exponents == PER_GROUP
-            n_star = float(np.exp(point[k] + ln_n[k]))
+            n_star = _exp(point[k] + ln_n[k])
             record = {
                 "group": g.name,
                 "reference": r.name,
@@ -158,8 +182,14 @@ def multiplier_records(
                 "where": where[k] if each else "any N",
                 "loss": float(np.exp(full[0][0] + full[1][0] * ln_n[k])) if each else None,
                 "n_ref": n_star if each else None,
-                "multiplier": float(np.exp(point[k])),
-                "remark": _remark(where[k], float(ns[k]), n_star, g, r) if each else None,
+                "multiplier": _exp(point[k]),
+                "remark": "; ".join(
+                    filter(
+                        None,
+                        [flat, _remark(where[k], float(ns[k]), n_star, g, r) if each else None],
+                    )
+                )
+                or None,
             }
             out.append(record | _intervals(boot, t, k, method, level))
     return out

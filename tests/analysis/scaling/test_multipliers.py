@@ -89,3 +89,15 @@ def test_intervals_hold_the_true_multiplier(loss, truth) -> None:
         true = truth or math.exp((math.log(a_r / a_g) + (b_g - b_r) * math.log(n)) / b_r)
         assert r["low"] < true < r["high"], r
         assert r["resamples"] > 350
+
+
+def test_a_reference_that_does_not_fall_determines_no_multiplier() -> None:
+    # mle flat (b = 0) under noise: its slope's t-test cannot tell it from 0, so no N* is
+    # determined, and every row says so; a falling reference says nothing.
+    table = loss_table(laws={"mle": (1.0, 0.0), "del": (0.9, 0.0)}, shared=0.0, own=0.01)
+    found = lines(table)
+    records = multiplier_records(found["del"], found["mle"], [], n_boot=20, level=0.95, seed=0)
+    assert all(r["remark"].startswith("the reference does not change with N") for r in records)
+    falling = lines(loss_table())
+    records = multiplier_records(falling["del"], falling["mle"], [], n_boot=20, level=0.95, seed=0)
+    assert not any((r["remark"] or "").startswith("the reference does not") for r in records)
