@@ -127,7 +127,10 @@ def compare_spec(s: ScalingSettings, column: str, label: str) -> CompareSpec | N
     if s.reference is None:
         return None
     boot = {"n_boot": s.n_boot, "level": s.level, "seed": s.seed}
-    return CompareSpec(column, label, s.reference, s.compare_at or (), **boot)
+    saturating = s.n_boot_fit if s.robust else None
+    return CompareSpec(
+        column, label, s.reference, s.compare_at or (), **boot, saturating_boot=saturating
+    )
 
 
 def add_comparison(result: Result, data: TrialValues, chosen: list[str], spec: CompareSpec) -> None:
@@ -140,8 +143,15 @@ def add_comparison(result: Result, data: TrialValues, chosen: list[str], spec: C
     result.tables[at:at] = new
     result.header.append(
         f"losses compared with {spec.label} {spec.reference} on N lines: plain laws L = A·N^−b "
-        f"per {spec.label} and with b shared (cell means, log L); intervals from {spec.n_boot} "
-        f"resamples of cells (and seeds within cells where declared), seed {spec.seed}"
+        f"per {spec.label} and with b shared (cell means, log L); intervals: t below "
+        f"{MIN_BOOTSTRAP_POINTS} cells, else {spec.n_boot} resamples of cells (and seeds within "
+        f"cells where declared), seed {spec.seed}"
+        + (
+            f"; saturating multipliers from the Huber fits M = E + A·N^−α, intervals from "
+            f"{spec.saturating_boot} resamples"
+            if spec.saturating_boot
+            else ""
+        )
     )
     result.notes += found.notes
     if not new:

@@ -26,6 +26,7 @@ from analysis.scaling.multipliers import PER_GROUP, multiplier_records
 from analysis.scaling.paired_trend import paired_sizes, trend_of
 from analysis.scaling.points import TrialValues, aggregate_points, line_trials, lines
 from analysis.scaling.powerlaw import MIN_SIZES, distinct_count
+from analysis.scaling.saturating_multipliers import saturating_records
 from records.errors import ResultsError
 
 FIGURE_POINTS = 60
@@ -46,6 +47,9 @@ class CompareSpec:
     n_boot: int = 2000
     level: float = 0.95
     seed: int = 0
+    saturating_boot: int | None = None
+    """Resamples of the saturating form's multipliers (saturating_multipliers.py), None: no
+    saturating rows (a store without --robust fits no Huber lines)."""
 
 
 @dataclass
@@ -182,6 +186,10 @@ def _compare_line(
         test = exponent_test(g, ref, **boot)
         out.exponent.append({**where, **test})
         found = _with_verdict(multiplier_records(g, ref, spec.planned, **boot), test, spec.level)
+        if spec.saturating_boot:
+            found += saturating_records(
+                g, ref, spec.planned, n_boot=spec.saturating_boot, level=spec.level, seed=spec.seed
+            )
         out.multipliers += [{**where, **r} for r in found]
         mults += [r for r in found if r["exponents"] == PER_GROUP]
         _add_paired(out, where, name, trials, ref_trials, spec)

@@ -111,7 +111,11 @@ def flat_reference(r: GroupLine, level: float) -> str | None:
     return f"the reference does not change with N (its slope p={p:.2g}): N* is not determined"
 
 
-def _remark(where: str, n: float, n_star: float | None, g: GroupLine, r: GroupLine) -> str | None:
+def range_remark(
+    where: str, n: float, n_star: float | None, g: GroupLine, r: GroupLine
+) -> str | None:
+    """What to know of a multiplier's place: a planned N beyond the loss's sizes, an N* outside
+    the reference's (its fit extrapolated), no N* at all."""
     said = []
     if where == "planned" and not g.cells.n.min() <= n <= g.cells.n.max():
         said.append("beyond the loss's sizes")
@@ -186,7 +190,10 @@ def multiplier_records(
                 "remark": "; ".join(
                     filter(
                         None,
-                        [flat, _remark(where[k], float(ns[k]), n_star, g, r) if each else None],
+                        [
+                            flat,
+                            range_remark(where[k], float(ns[k]), n_star, g, r) if each else None,
+                        ],
                     )
                 )
                 or None,
