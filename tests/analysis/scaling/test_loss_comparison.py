@@ -47,8 +47,11 @@ def test_a_table_compared_by_group_with_planned_sizes(losses_csv: Path) -> None:
     mult = tables["scaling_multipliers"]["records"]
     shared = next(r for r in mult if r["group"] == "del" and r["exponents"] == "shared")
     assert shared["low"] < (10 / 9) ** 5 < shared["high"]  # (A_del / A_mle)^(−1/b)
-    planned = [r for r in mult if r["where"] == "planned"]
+    planned = [r for r in mult if r["where"] == "planned" and r["exponents"] == "per group"]
     assert sorted({r["n"] for r in planned}) == [1e11, 1e12] and len(planned) == 4
+    # A table's field fits are on: the saturating form's multipliers too, at the same N.
+    saturating = [r for r in mult if r["exponents"] == "saturating"]
+    assert len(saturating) == 2 * (6 + 2) and {r["ci_method"] for r in saturating} == {"bootstrap"}
     tests = {r["group"]: r for r in tables["scaling_exponent_test"]["records"]}
     assert set(tests) == {"del", "steep"}  # the reference is not compared with itself
     assert tests["steep"]["low"] < 0.02 < tests["steep"]["high"] and tests["steep"]["p"] < 0.01
