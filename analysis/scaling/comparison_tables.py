@@ -114,6 +114,32 @@ def trend_table(records: list[Record], rest: list[str], pct: str) -> Table:
     )
 
 
+def loss_to_loss_table(records: list[Record], rest: list[str], pct: str) -> Table:
+    """The loss-to-loss fits: L − E = K·(L ref − E ref)^κ across sizes."""
+    columns = [
+        *_lead(rest),
+        value("form"),
+        value("sizes", str),
+        Column("E / E ref", lambda r: f"{fmt(r['E'])} / {fmt(r['E_ref'])}"),
+        Column("K", lambda r: fmt(r["K"])),
+        Column(
+            f"κ ({pct} CI)",
+            lambda r: (
+                DASH if r["kappa"] is None else f"{fmt(r['kappa'])} {fmt_ci(r['low'], r['high'])}"
+            ),
+        ),
+        Column("RMS log residual", lambda r: fmt(r["rms"], 3)),
+        Column("remark", lambda r: r["remark"] or ""),
+    ]
+    return table(
+        "scaling_loss_to_loss",
+        "loss-to-loss (Brandfonbrener et al. 2024): L − E = K·(L ref − E ref)^κ over the sizes "
+        "both have; plain: E = 0; shifted: E from each saturating fit",
+        columns,
+        records,
+    )
+
+
 def comparison_tables(found: Compared, rest: list[str], level: float) -> list[Table]:
     """The comparison's tables that have rows, in order (`found`: loss_comparison.Compared)."""
     pct = f"{level * 100:g}%"
@@ -126,4 +152,6 @@ def comparison_tables(found: Compared, rest: list[str], level: float) -> list[Ta
         out.append(paired_table(found.paired, rest, pct))
     if found.trend:
         out.append(trend_table(found.trend, rest, pct))
+    if found.loss_to_loss:
+        out.append(loss_to_loss_table(found.loss_to_loss, rest, pct))
     return out

@@ -22,11 +22,12 @@ from analysis.arms import format_value, plain_value
 from analysis.scaling.cells import Cells
 from analysis.scaling.exponent_test import exponent_test
 from analysis.scaling.group_lines import GroupLine
+from analysis.scaling.loss_to_loss import loss_to_loss
 from analysis.scaling.multipliers import PER_GROUP, multiplier_records
 from analysis.scaling.paired_trend import paired_sizes, trend_of
 from analysis.scaling.points import TrialValues, aggregate_points, line_trials, lines
 from analysis.scaling.powerlaw import MIN_SIZES, distinct_count
-from analysis.scaling.saturating_multipliers import saturating_records
+from analysis.scaling.saturating_multipliers import Saturating, fit_group, saturating_records
 from records.errors import ResultsError
 
 FIGURE_POINTS = 60
@@ -60,6 +61,7 @@ class Compared:
     multipliers: list[dict[str, Any]] = field(default_factory=list)
     paired: list[dict[str, Any]] = field(default_factory=list)
     trend: list[dict[str, Any]] = field(default_factory=list)
+    loss_to_loss: list[dict[str, Any]] = field(default_factory=list)
     figure: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -174,6 +176,7 @@ def _compare_line(
             out.notes.append(f"{place}: the reference has fewer than {MIN_SIZES} sizes")
         return
     ref = _group_line(spec.reference, ref_trials, seeded)
+    ref_fit = fit_group(ref, spec.saturating_boot, spec.seed) if spec.saturating_boot else None
     boot = {"n_boot": spec.n_boot, "level": spec.level, "seed": spec.seed}
     series = {spec.reference: ref}
     mults = []
@@ -186,15 +189,26 @@ def _compare_line(
         test = exponent_test(g, ref, **boot)
         out.exponent.append({**where, **test})
         found = _with_verdict(multiplier_records(g, ref, spec.planned, **boot), test, spec.level)
-        if spec.saturating_boot:
-            found += saturating_records(
-                g, ref, spec.planned, n_boot=spec.saturating_boot, level=spec.level, seed=spec.seed
-            )
+        fits = _saturating(g, ref_fit, spec)
+        if fits is not None:
+            found += saturating_records(g, ref, fits, spec.planned, spec.level)
+        out.loss_to_loss += [{**where, **r} for r in loss_to_loss(g, ref, fits, spec.level)]
         out.multipliers += [{**where, **r} for r in found]
         mults += [r for r in found if r["exponents"] == PER_GROUP]
         _add_paired(out, where, name, trials, ref_trials, spec)
     if len(series) > 1:
         out.figure.append(_figure(place, where["metric"], series, mults, spec))
+
+
+def _saturating(
+    g: GroupLine, ref_fit: Saturating | None, spec: CompareSpec
+) -> tuple[Saturating, Saturating] | None:
+    """The saturating fits of the loss and the reference, where the command fits the form and
+    both can be fitted."""
+    if ref_fit is None or not spec.saturating_boot:
+        return None
+    fit = fit_group(g, spec.saturating_boot, spec.seed)
+    return None if fit is None else (fit, ref_fit)
 
 
 def _with_verdict(

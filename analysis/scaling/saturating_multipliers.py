@@ -120,17 +120,14 @@ def _exp(x: float) -> float | None:
 def saturating_records(
     g: GroupLine,
     r: GroupLine,
+    fits: tuple[Saturating, Saturating],
     planned: Sequence[float],
-    *,
-    n_boot: int,
     level: float,
-    seed: int,
 ) -> list[dict[str, Any]]:
     """The saturating form's multiplier at each of g's sizes and at `planned` (the keys of
-    multipliers.MULTIPLIER_KEYS); none where either group cannot be fitted."""
-    sg, sr = fit_group(g, n_boot, seed), fit_group(r, n_boot, seed)
-    if sg is None or sr is None:
-        return []
+    multipliers.MULTIPLIER_KEYS), from the fits (`fit_group`) of g and of the reference r, drawn
+    with the same seed."""
+    sg, sr = fits
     ns = np.concatenate([g.cells.n, np.asarray(planned, dtype=np.float64)])
     ln_n = np.log(ns)
     point = log_multiplier(_params(sg.fit), _params(sr.fit), ln_n)[0]  # (K,)

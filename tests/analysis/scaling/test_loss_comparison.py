@@ -26,6 +26,7 @@ NEW_TABLES = (
     "scaling_multipliers",
     "scaling_paired_differences",
     "scaling_paired_trend",
+    "scaling_loss_to_loss",
 )
 FAST = ["--bootstrap", "200", "--fit-bootstrap", "10"]
 

@@ -11,9 +11,14 @@ import pytest
 
 from analysis.scaling.cells import Cells
 from analysis.scaling.group_lines import GroupLine
-from analysis.scaling.saturating_multipliers import saturating_records
+from analysis.scaling.saturating_multipliers import fit_group, saturating_records
 
 SIZES = np.geomspace(1e6, 1e10, 9)
+
+
+def records(g: GroupLine, ref: GroupLine, planned: list[float], n_boot: int, seed: int = 0):
+    fits = (fit_group(g, n_boot, seed), fit_group(ref, n_boot, seed))
+    return saturating_records(g, ref, fits, planned, 0.95)
 
 
 def line(name: str, e: float, a: float, alpha: float, seeds: int = 1, noise: float = 0.0):
@@ -26,17 +31,13 @@ def line(name: str, e: float, a: float, alpha: float, seeds: int = 1, noise: flo
 
 def test_noise_free_saturating_multipliers_equal_the_hand_derivation() -> None:
     ref = line("mle", 1.0, 10.0, 0.2)
-    same_floor = saturating_records(
-        line("del", 1.0, 9.0, 0.2), ref, [1e12], n_boot=20, level=0.95, seed=0
-    )
+    same_floor = records(line("del", 1.0, 9.0, 0.2), ref, [1e12], n_boot=20)
     # The same E: 1 + 10·N*^−0.2 = 1 + 9·n^−0.2 gives N* = n·(10/9)^5 at every n.
     for r in same_floor:
         assert r["multiplier"] == pytest.approx((10 / 9) ** 5, rel=1e-4)
         assert r["exponents"] == "saturating"
         assert r["low"] == pytest.approx((10 / 9) ** 5, rel=1e-3)  # no noise: no spread
-    lower = saturating_records(
-        line("ntl", 0.9, 10.0, 0.2), ref, [1e12], n_boot=20, level=0.95, seed=0
-    )
+    lower = records(line("ntl", 0.9, 10.0, 0.2), ref, [1e12], n_boot=20)
     # E 0.9 below mle's 1.0: at n the loss is 0.9 + 10·n^−0.2, above mle's floor by
     # 10·n^−0.2 − 0.1, so N* = ((10·n^−0.2 − 0.1)/10)^(−5) = (n^−0.2 − 0.01)^(−5); from
     # n = 0.01^−5 = 1e10 on no N reaches it.
@@ -55,7 +56,7 @@ def test_intervals_over_cells_and_seeds_hold_the_truth() -> None:
     for k in range(6):
         ref = line(f"mle{k}", 1.0, 10.0, 0.2, seeds=4, noise=0.003)
         g = line(f"del{k}", 1.0, 9.0, 0.2, seeds=4, noise=0.003)
-        records = saturating_records(g, ref, [], n_boot=60, level=0.95, seed=k)
-        held += records[4]["low"] < (10 / 9) ** 5 < records[4]["high"]
-        assert records[4]["ci_method"] == "bootstrap" and records[4]["resamples"] >= 55
+        mid = records(g, ref, [], n_boot=60, seed=k)[4]
+        held += mid["low"] < (10 / 9) ** 5 < mid["high"]
+        assert mid["ci_method"] == "bootstrap" and mid["resamples"] >= 55
     assert held >= 5
