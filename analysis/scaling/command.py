@@ -109,9 +109,7 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
     if data.frame.height == 0:
         result.notes.append("no trial has both a size and a value of these metrics: no fits")
         return result
-    spec = compare_spec(s, "loss", "loss")
-    if spec is not None:
-        check_reference(data.frame, data.group_columns, spec)
+    spec = compare_spec(s, "loss", "loss", data)
     result.header.append(trial_summary(trials))
     if _add_gate(result, data, chosen, s.gate_only):
         return result
@@ -121,16 +119,20 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
     return result
 
 
-def compare_spec(s: ScalingSettings, column: str, label: str) -> CompareSpec | None:
-    """What --reference compares (the values of `column`, named `label` in messages), or None
-    without --reference."""
+def compare_spec(
+    s: ScalingSettings, column: str, label: str, data: TrialValues
+) -> CompareSpec | None:
+    """What --reference compares (the values of `column`, named `label` in messages), checked
+    against the data before any fit; None without --reference."""
     if s.reference is None:
         return None
     boot = {"n_boot": s.n_boot, "level": s.level, "seed": s.seed}
     saturating = s.n_boot_fit if s.robust else None
-    return CompareSpec(
+    spec = CompareSpec(
         column, label, s.reference, s.compare_at or (), **boot, saturating_boot=saturating
     )
+    check_reference(data.frame, data.group_columns, spec)
+    return spec
 
 
 def add_comparison(result: Result, data: TrialValues, chosen: list[str], spec: CompareSpec) -> None:
