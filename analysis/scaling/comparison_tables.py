@@ -128,6 +128,7 @@ def loss_to_loss_table(records: list[Record], rest: list[str], pct: str) -> Tabl
                 DASH if r["kappa"] is None else f"{fmt(r['kappa'])} {fmt_ci(r['low'], r['high'])}"
             ),
         ),
+        value("ci_method"),
         Column("RMS log residual", lambda r: fmt(r["rms"], 3)),
         Column("remark", lambda r: r["remark"] or ""),
     ]

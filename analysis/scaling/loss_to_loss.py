@@ -12,9 +12,13 @@ have (each the mean over its seeds, at the same N). Two forms:
   Huber fits the command makes where it fits that form), as the paper shifts by each loss's
   irreducible part.
 
-κ's interval is the t-interval of the slope over the S sizes (S − 2 degrees of freedom) with the
-E's held at their fitted values, and the reference's loss taken as exact (its noise would
-attenuate κ towards 0; across sizes its range is wide, and the attenuation small).
+κ's interval (`ci_method`): for the plain form the t-interval of the slope over the S sizes
+(S − 2 degrees of freedom), the reference's loss taken as exact (its noise would attenuate κ
+towards 0; across sizes its range is wide, and the attenuation small); for the shifted form,
+where both groups have the same sizes, the bootstrap's percentiles: each resample of the
+saturating fits (the same cells drawn for both, so a drawn size pairs the two losses) refits
+the line with that resample's floors, so the interval carries the floors' uncertainty, which
+the t-interval (given where the sizes differ) does not.
 """
 
 from __future__ import annotations
@@ -24,14 +28,15 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from analysis.scaling.bootstrap import percentile_ci
 from analysis.scaling.group_lines import GroupLine
-from analysis.scaling.powerlaw import MIN_SIZES
+from analysis.scaling.powerlaw import MIN_SIZES, distinct_per_row
 from analysis.scaling.saturating_multipliers import Saturating
 from analysis.seed_stats import t_quantile
 
 L2L_KEYS = (
     *("group", "reference", "form", "sizes", "E", "E_ref", "K", "kappa", "low", "high"),
-    *("rms", "remark"),
+    *("ci_method", "resamples", "rms", "remark"),
 )
 """The fields of a `scaling_loss_to_loss` record, each in every record."""
 
@@ -65,11 +70,33 @@ def fit_record(
         "kappa": float(reg.slope),
         "low": float(reg.slope - half),
         "high": float(reg.slope + half),
+        "ci_method": "t",
         "rms": float(np.sqrt(np.mean(resid * resid))),
     }
     if x.size < loss.size:
         out["remark"] = f"{loss.size - x.size} size(s) at or below a floor left out"
     return out
+
+
+def boot_kappa(fits: tuple[Saturating, Saturating]) -> np.ndarray:
+    """κ of every resample of the two saturating fits, (B,), nan where fewer than MIN_SIZES
+    distinct drawn sizes lie above both of the resample's floors: least squares of
+    ln(L − E^b) on ln(L_ref − E_ref^b) over the drawn cells, row by row."""
+    sg, sr = fits
+    e_g, e_r = sg.boot[:, :1], sr.boot[:, :1]  # (B, 1)
+    with np.errstate(invalid="ignore"):
+        keep = (sg.values > e_g) & (sr.values > e_r)  # (B, P); nan floors: False
+        y = np.log(np.where(keep, sg.values - e_g, 1.0))
+        x = np.log(np.where(keep, sr.values - e_r, 1.0))
+    w = keep.astype(np.float64)
+    count = w.sum(axis=1)  # (B,)
+    sizes = distinct_per_row(np.where(keep, sg.x, np.nan))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xm = (w * x).sum(axis=1) / count
+        ym = (w * y).sum(axis=1) / count
+        xc = x - xm[:, None]
+        kappa = (w * xc * (y - ym[:, None])).sum(axis=1) / (w * xc * xc).sum(axis=1)
+    return np.where(sizes >= MIN_SIZES, kappa, np.nan)
 
 
 def loss_to_loss(
@@ -79,7 +106,14 @@ def loss_to_loss(
     loss, ref = _common(g, r)
     lead = {"group": g.name, "reference": r.name}
     out = [{**fit_record(loss, ref, (0.0, 0.0), "plain", level), **lead}]
-    if fits is not None:
-        floors = (fits[0].fit.E, fits[1].fit.E)
-        out.append({**fit_record(loss, ref, floors, "shifted", level), **lead})
-    return out
+    if fits is None:
+        return out
+    floors = (fits[0].fit.E, fits[1].fit.E)
+    shifted = {**fit_record(loss, ref, floors, "shifted", level), **lead}
+    if shifted["kappa"] is not None and np.array_equal(g.cells.n, r.cells.n):
+        kappa = boot_kappa(fits)
+        ci = percentile_ci(kappa, level)
+        shifted |= {"resamples": int(np.isfinite(kappa).sum())}
+        if ci is not None:
+            shifted |= {"low": ci[0], "high": ci[1], "ci_method": "bootstrap"}
+    return [*out, shifted]

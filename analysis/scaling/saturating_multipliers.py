@@ -44,11 +44,14 @@ PARAMS = 3
 @dataclass(frozen=True)
 class Saturating:
     """One group's fit (E, A, α) and every resample's, (B, 3), nan where none; `how` says how
-    the resamples were drawn."""
+    the resamples were drawn, `x` and `values` (B, P) are what they drew (ln N and the cell
+    values: loss_to_loss.py refits its line on them)."""
 
     fit: HuberFit
     boot: np.ndarray
     how: str
+    x: np.ndarray
+    values: np.ndarray
 
 
 def _draws(g: GroupLine, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
@@ -79,7 +82,7 @@ def fit_group(g: GroupLine, n_boot: int, seed: int) -> Saturating | None:
                 continue
             one = fit_huber(np.exp(x[b]), values[b], starts=[np.array(fit.theta)], form=FORM)
             boot[b] = (one.E, one.A, one.alpha)
-    return Saturating(fit, boot, how)
+    return Saturating(fit, boot, how, x, values)
 
 
 def log_multiplier(g: np.ndarray, r: np.ndarray, ln_n: np.ndarray) -> np.ndarray:

@@ -51,3 +51,19 @@ def test_the_interval_equals_statsmodels_ols() -> None:
     assert got["kappa"] == pytest.approx(ols.params[1], rel=1e-9)
     assert got["K"] == pytest.approx(np.exp(ols.params[0]), rel=1e-9)
     assert (got["low"], got["high"]) == pytest.approx(tuple(ols.conf_int(0.1)[1]), rel=1e-9)
+
+
+def test_the_shifted_interval_carries_the_floors() -> None:
+    # Noisy saturating laws, each group its own noise: the shifted κ is 1 in truth. Its
+    # bootstrap refits the floors in every resample, so its interval is wider than the
+    # t-interval that holds them fixed, and it holds the truth.
+    g = line("del", 1.0, 9.0, 0.2, seeds=4, noise=0.003)
+    ref = line("mle", 1.0, 10.0, 0.2, seeds=4, noise=0.003)
+    fits = (fit_group(g, 100, 0), fit_group(ref, 100, 0))
+    _, shifted = loss_to_loss(g, ref, fits, 0.95)
+    assert shifted["ci_method"] == "bootstrap" and shifted["resamples"] >= 95
+    assert shifted["low"] < 1.0 < shifted["high"]
+    fixed = fit_record(
+        g.cells.means(), ref.cells.means(), (shifted["E"], shifted["E_ref"]), "shifted", 0.95
+    )
+    assert shifted["high"] - shifted["low"] > fixed["high"] - fixed["low"]
