@@ -23,7 +23,12 @@ from analysis.scaling.flags import line_flags
 from analysis.scaling.gate import gate, gate_lines
 from analysis.scaling.holdout import holdout_cells, holdout_plain
 from analysis.scaling.joint_fits import JointFound, JointOptions, joint_fits
-from analysis.scaling.loss_comparison import CompareSpec, check_reference, compare_groups
+from analysis.scaling.loss_comparison import (
+    CompareSpec,
+    check_reference,
+    compare_groups,
+    rest_columns,
+)
 from analysis.scaling.param_counts import count_records, fitted_exponents
 from analysis.scaling.points import (
     PARAM_METRICS,
@@ -139,7 +144,7 @@ def add_comparison(result: Result, data: TrialValues, chosen: list[str], spec: C
     """The tables of losses compared across scale, before the points table, with their header
     line, notes and figure series."""
     found = compare_groups(data, chosen, spec)
-    rest = [c for c in data.group_columns if c != spec.column]
+    rest = rest_columns(data.group_columns, spec)
     new = comparison_tables(found, rest, spec.level)
     at = len(result.tables) - 1 if result.tables else 0  # before the points table
     result.tables[at:at] = new

@@ -33,7 +33,10 @@ from records.errors import ResultsError
 FIGURE_POINTS = 60
 """Sizes on each drawn curve."""
 SHOWN = "_compared"
-"""A frame's column holding the compared column's values as text."""
+"""A frame's column holding each row's compared group as text."""
+CONTEXT = ("experiment", "dataset", "group")
+"""A store's fit group columns that are context, not part of a loss: losses are compared within
+each (a points table's --group is its compared column, not context)."""
 
 
 @dataclass(frozen=True)
@@ -66,15 +69,29 @@ class Compared:
     notes: list[str] = field(default_factory=list)
 
 
+def compared_columns(gcols: Sequence[str], spec: CompareSpec) -> list[str]:
+    """The fit group's columns whose values make a compared group: `spec.column` and the loss's
+    own parameters where --by splits by them (a store's `--by loss,alpha`: "del, alpha=0.2"),
+    not the context (CONTEXT) the groups are compared within."""
+    return [spec.column, *(c for c in gcols if c != spec.column and c not in CONTEXT)]
+
+
+def rest_columns(gcols: Sequence[str], spec: CompareSpec) -> list[str]:
+    """The fit group's columns the groups are compared within (dataset, experiment, ...)."""
+    compared = compared_columns(gcols, spec)
+    return [c for c in gcols if c not in compared]
+
+
 def check_reference(frame: pl.DataFrame, gcols: Sequence[str], spec: CompareSpec) -> None:
     """Bad input before any fit: the compared column must split the fits, and the reference
-    must be one of its values (ResultsError naming it and the values there are)."""
+    must be one of its groups (ResultsError naming it and the groups there are)."""
     if spec.column not in gcols:
         raise ResultsError(
             f"--reference {spec.reference}: the fits are not split by {spec.label} "
             f"({'--group COL names it on a points table' if spec.column == 'group' else '--by'})"
         )
-    values = sorted({format_value(v) for v in frame[spec.column].drop_nulls().to_list()})
+    shown = _shown(frame.drop_nulls(spec.column), compared_columns(gcols, spec))
+    values = sorted(set(shown[SHOWN].to_list()))
     if spec.reference not in values:
         raise ResultsError(
             f"--reference {spec.reference}: not a value of {spec.label} (its values: "
@@ -111,10 +128,18 @@ def _lines_of(
     return {at: line_trials(trials, metric, "N", pts) for at, pts in lines(mpts, "N", d_steps)}
 
 
-def _shown(frame: pl.DataFrame, column: str) -> pl.DataFrame:
-    """The frame with SHOWN: the compared column's values as text, as --reference names them."""
-    col = pl.col(column)
-    text = col if frame[column].dtype == pl.String else col.map_elements(format_value, pl.String)
+def _label(row: dict[str, Any]) -> str:
+    """A compared group's name: its first column's value, then `col=value` of the others set."""
+    first, *others = row.items()
+    extra = [f", {c}={format_value(v)}" for c, v in others if v is not None]
+    return format_value(first[1]) + "".join(extra)
+
+
+def _shown(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """The frame with SHOWN: each row's compared group as --reference names it (`_label`)."""
+    if len(columns) == 1 and frame[columns[0]].dtype == pl.String:
+        return frame.with_columns(pl.col(columns[0]).alias(SHOWN))
+    text = pl.struct(columns).map_elements(_label, return_dtype=pl.String)
     return frame.with_columns(text.alias(SHOWN))
 
 
@@ -128,9 +153,10 @@ def compare_groups(data: TrialValues, metrics: Sequence[str], spec: CompareSpec)
     """Every group against the reference, per (rest of the group, metric, N line)."""
     out = Compared()
     gcols = data.group_columns
-    rest = [c for c in gcols if c != spec.column]
-    trials = _parts(_shown(data.frame, spec.column), rest)
-    points = _parts(_shown(aggregate_points(data.frame, gcols, "N", "size"), spec.column), rest)
+    rest = rest_columns(gcols, spec)
+    compared = compared_columns(gcols, spec)
+    trials = _parts(_shown(data.frame, compared), rest)
+    points = _parts(_shown(aggregate_points(data.frame, gcols, "N", "size"), compared), rest)
     for key, part in trials.items():
         names = list(dict.fromkeys(part[SHOWN].to_list()))
         label = ", ".join(f"{c}={format_value(v)}" for c, v in zip(rest, key, strict=True))

@@ -16,6 +16,7 @@ from analysis.report_figures import InteractiveFigures
 from analysis.result import render
 from analysis.scaling import TableColumns, scaling, scaling_points
 from bench.synthetic_store import trial_config, write_metric_rows, write_trial_states
+from records.errors import ResultsError
 from records.layout import trial_row
 from records.reader import open_store
 from tests.analysis.scaling.loss_tables import SIZES, loss_table, write_csv
@@ -150,3 +151,16 @@ def test_the_report_draws_the_comparison(losses_csv: Path, tmp_path: Path) -> No
     entries = result.figure_data["loss_comparison"]
     figure = InteractiveFigures(tmp_path / "page").comparison("cmp", "compared", entries, "t")
     assert 'id="fig-cmp"' in figure.html and "steep vs mle" in figure.html
+
+
+def test_a_loss_split_by_its_parameter_is_compared_by_name_and_value(tmp_path: Path) -> None:
+    # --by loss,alpha: del's rows carry alpha 0.5, mle's none; the groups are "del, alpha=0.5"
+    # and "mle", compared with each other (alpha is part of a loss, not context).
+    store = open_store(write_losses_store(tmp_path))
+    result = scaling(
+        store, reference="mle", by=("loss", "alpha"), n_boot=200, metrics=("eval/test/ce",)
+    )
+    tests = next(t for t in result.tables if t.name == "scaling_exponent_test").data
+    assert sorted(tests["group"].to_list()) == ["del, alpha=0.5", "ntl_was"]
+    with pytest.raises(ResultsError, match=r"its values: del, alpha=0.5, mle, ntl_was"):
+        scaling(store, reference="del", by=("loss", "alpha"), metrics=("eval/test/ce",))
