@@ -1,8 +1,10 @@
 """Losses compared across scale (`--reference VALUE`): every group of the compared column (a
 store's `loss`, a table's --group) against the reference group, on each N line both have, per
-metric — the exponent test (exponent_test.py), the compute multipliers (multipliers.py), the
-paired differences and their trend where seeds are paired (paired_trend.py) — and the series of
-the report's figures (the curves with bands, the multiplier against N).
+metric — the exponent test (exponent_test.py), the compute multipliers of the plain laws
+(multipliers.py) and, where the command fits the saturating form, of that form
+(saturating_multipliers.py), the paired differences and their trend where seeds are paired
+(paired_trend.py), the loss-to-loss fits (loss_to_loss.py) — and the series of the report's
+figures (the curves with bands, the multiplier against N).
 
 Groups are compared within the rest of the fit group's columns (a store's dataset, experiment):
 a loss run as an experiment of its own is compared with the reference only when the experiments
@@ -192,7 +194,7 @@ def _compare_line(
     spec: CompareSpec,
     seeded: bool,
 ) -> None:
-    """The three comparisons of one line, each group against the reference."""
+    """Every comparison of one line, each group against the reference."""
     place = ", ".join(f"{k}={format_value(v)}" for k, v in where.items() if v is not None)
     if any((t["value"] <= 0).any() for t in [ref_trials, *others.values()]):
         out.notes.append(f"{place}: values not all positive: no comparison of log-log laws")
