@@ -161,6 +161,10 @@ def add_comparison(result: Result, data: TrialValues, chosen: list[str], spec: C
         )
     )
     result.notes += found.notes
+    if found.exponent and "seed" not in data.frame.columns:
+        result.notes.append(
+            "no seeds declared: no paired differences (a table declares them with --seed-column)"
+        )
     if not new:
         result.notes.append(f"--reference {spec.reference}: no line to compare on")
     if found.figure:

@@ -141,9 +141,10 @@ class ScalingSettings:
     reference: str | None = field(default=None, metadata=flag(metavar="VALUE"))
     """Compare every loss with this one across scale (--reference; a store's `loss`, a points
     table's --group column): the exponent test (table scaling_exponent_test), the parameter
-    multiplier per N (scaling_multipliers) and, where seeds are paired, the paired difference per
-    size and its trend in ln N (scaling_paired_differences, scaling_paired_trend); None: no
-    comparison."""
+    multiplier per N (scaling_multipliers), where seeds are paired the paired difference per size
+    and its trend in ln N (scaling_paired_differences, scaling_paired_trend), and the loss-to-loss
+    fits (scaling_loss_to_loss); None: no comparison. A loss split by --by loss,alpha is named
+    "del, alpha=0.2"."""
     compare_at: tuple[float, ...] | None = field(
         default=None, metadata=flag("--at", metavar="N,N,...", parse=sizes)
     )
