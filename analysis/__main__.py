@@ -149,6 +149,7 @@ def _points_run(args: argparse.Namespace, settings: Any) -> Result | Path:
         level=settings.level,
         n_boot_fit=settings.n_boot_fit,
         budgets=settings.budgets,
+        reference=settings.reference,
     )
     return write_points_report(sca, args.points, settings.out, settings.static)
 

@@ -69,8 +69,8 @@ def write_points_report(
 @dataclass(frozen=True)
 class ReportSettings:
     """Options of the report command (`python -m analysis report --help` names each flag). A
-    store's report uses the first seven; a points table's (--points) the output directory,
-    --metrics, --bootstrap, --fit-bootstrap, --budgets and --level."""
+    store's report uses the first seven and --reference; a points table's (--points) the output
+    directory, --metrics, --bootstrap, --fit-bootstrap, --budgets, --level and --reference."""
 
     out: str | Path = field(metadata=flag("-o", "--out", metavar="DIR"))
     """Output directory: index.html, plotly.min.js (or figures/ with --static) and tables/."""
@@ -99,6 +99,10 @@ class ReportSettings:
     budgets: tuple[float, ...] | None = field(default=None, metadata=BUDGETS_FLAG)
     """A points table's compute budgets in FLOPs for the joint fit's compute-optimal N*, D*
     (--budgets); None: the data's largest C and 10× and 100× beyond."""
+    reference: str | None = field(default=None, metadata=flag(metavar="VALUE"))
+    """The scaling section compares every loss with this one across scale (--reference; a
+    points table's --group values): fits with bands and multipliers against N, and the
+    comparison's tables; None: no comparison."""
 
     def __post_init__(self) -> None:
         freeze_lists(self, ("objectives", "statuses", "metrics", "budgets"))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from analysis import figures
+from analysis import comparison_plots, figures
 from analysis.arm_curves import Curve
 from records.errors import ResultsError
 
@@ -77,6 +77,10 @@ class StaticFigures:
 
     def residuals(self, name: str, alt: str, entries: Sequence[dict], title: str) -> Figure:
         figures.plot_joint_residuals(entries, self.dir / f"{name}.png", title)
+        return self._img(name, alt)
+
+    def comparison(self, name: str, alt: str, entries: Sequence[dict], title: str) -> Figure:
+        comparison_plots.plot_comparison(entries, self.dir / f"{name}.png", title)
         return self._img(name, alt)
 
     def pareto(self, name: str, alt: str, pareto: dict[str, Any]) -> Figure:
@@ -169,6 +173,11 @@ class InteractiveFigures:
 
     def residuals(self, name: str, alt: str, entries: Sequence[dict], title: str) -> Figure:
         return self._div(name, alt, self.draw.joint_residuals_figure(entries, title))
+
+    def comparison(self, name: str, alt: str, entries: Sequence[dict], title: str) -> Figure:
+        from analysis.interactive_comparison import comparison_figure  # plotly: see __init__
+
+        return self._div(name, alt, comparison_figure(entries, title))
 
     def pareto(self, name: str, alt: str, pareto: dict[str, Any]) -> Figure:
         fig = self.draw.pareto_figure(

@@ -256,6 +256,10 @@ def scaling_figures(figures: StaticFigures | InteractiveFigures, sca: Result) ->
     if residuals:
         title = "where the joint fit L(N, D) misses: log residuals against compute"
         out.append(figures.residuals("joint_residuals", "joint fit residuals", residuals, title))
+    compared = sca.figure_data.get("loss_comparison", [])
+    if compared:
+        title = f"losses against {compared[0]['reference']} across scale: fits and multipliers"
+        out.append(figures.comparison("loss_comparison", "losses compared", compared, title))
     shares = sca.figure_data.get("ee_share", [])
     if shares:
         title = "error entropy's share of CE against size"
@@ -267,7 +271,13 @@ def scaling_section(ctx: ReportContext) -> Section:
     """Scaling fits, their figures and the verdict (in the summary); one line below 3 sizes."""
     s = ctx.settings
     sca = ctx.run(
-        "scaling", params=s.params, value=FINAL, n_boot=s.n_boot, level=s.level, **ctx.status_kw
+        "scaling",
+        params=s.params,
+        value=FINAL,
+        n_boot=s.n_boot,
+        level=s.level,
+        reference=s.reference,
+        **ctx.status_kw,
     )
     sizes = _sizes(sca)
     section = Section("scaling", sca.title)

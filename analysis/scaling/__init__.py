@@ -16,6 +16,8 @@ vary):
 
 - every fit's held-out check (without its largest size, predicting it with a prediction
   interval), and the N lines' exponents with N counted without and with embeddings;
+- with --reference, every loss against the reference across scale: the same-exponent test, the
+  parameter multiplier per N, the paired differences' trend in ln N and loss-to-loss fits;
 - with --robust and a D axis, or for a points table (`scaling_points`: any CSV or Parquet of
   (N, D, metric) rows), the joint L(N, D) with bootstrap intervals and the compute-optimal
   allocation N*(C), D*(C); `predict` gives a planned run's value from the same fits.
@@ -30,7 +32,10 @@ fits (both forms with their checks, as records), bootstrap (the R² difference's
 compare (CE against EE), share (EE's share of CE), rules (every decision rule), tables (every
 table from its records), command (the whole run); then table_points and from_table (a table's
 rows and the command on them), cells, joint, optimal, holdout and joint_fits (the joint form,
-its allocation and the held-out checks), param_counts (N both ways), predict (`predict`).
+its allocation and the held-out checks), param_counts (N both ways), predict (`predict`); and
+for losses compared across scale (--reference) loss_comparison, with group_lines (the plain laws
+of two groups, separate and with the exponent shared), exponent_test, multipliers,
+saturating_multipliers, paired_trend, loss_to_loss and comparison_tables.
 """
 
 from analysis.scaling.command import scaling

@@ -17,11 +17,18 @@ from analysis.scaling import tables
 from analysis.scaling.bootstrap import r2_difference
 from analysis.scaling.cells import Cells
 from analysis.scaling.compare import verdict_record
+from analysis.scaling.comparison_tables import comparison_tables
 from analysis.scaling.fits import Fits, fit_both, plain_record, saturating_record
 from analysis.scaling.flags import line_flags
 from analysis.scaling.gate import gate, gate_lines
 from analysis.scaling.holdout import holdout_cells, holdout_plain
 from analysis.scaling.joint_fits import JointFound, JointOptions, joint_fits
+from analysis.scaling.loss_comparison import (
+    CompareSpec,
+    check_reference,
+    compare_groups,
+    rest_columns,
+)
 from analysis.scaling.param_counts import count_records, fitted_exponents
 from analysis.scaling.points import (
     PARAM_METRICS,
@@ -107,11 +114,61 @@ def scaling(store: Store, settings: ScalingSettings | None = None, **fields: Any
     if data.frame.height == 0:
         result.notes.append("no trial has both a size and a value of these metrics: no fits")
         return result
+    spec = compare_spec(s, "loss", "loss", data)
     result.header.append(trial_summary(trials))
     if _add_gate(result, data, chosen, s.gate_only):
         return result
     _fit_store(result, store, data, chosen, s, has_tokens)
+    if spec is not None:
+        add_comparison(result, data, chosen, spec)
     return result
+
+
+def compare_spec(
+    s: ScalingSettings, column: str, label: str, data: TrialValues
+) -> CompareSpec | None:
+    """What --reference compares (the values of `column`, named `label` in messages), checked
+    against the data before any fit; None without --reference."""
+    if s.reference is None:
+        return None
+    boot = {"n_boot": s.n_boot, "level": s.level, "seed": s.seed}
+    saturating = s.n_boot_fit if s.robust else None
+    spec = CompareSpec(
+        column, label, s.reference, s.compare_at or (), **boot, saturating_boot=saturating
+    )
+    check_reference(data.frame, data.group_columns, spec)
+    return spec
+
+
+def add_comparison(result: Result, data: TrialValues, chosen: list[str], spec: CompareSpec) -> None:
+    """The tables of losses compared across scale, before the points table, with their header
+    line, notes and figure series."""
+    found = compare_groups(data, chosen, spec)
+    rest = rest_columns(data.group_columns, spec)
+    new = comparison_tables(found, rest, spec.level)
+    at = len(result.tables) - 1 if result.tables else 0  # before the points table
+    result.tables[at:at] = new
+    result.header.append(
+        f"losses compared with {spec.label} {spec.reference} on N lines: plain laws L = A·N^−b "
+        f"per {spec.label} and with b shared (cell means, log L); intervals: t below "
+        f"{MIN_BOOTSTRAP_POINTS} cells, else {spec.n_boot} resamples of cells (and seeds within "
+        f"cells where declared), seed {spec.seed}"
+        + (
+            f"; saturating multipliers from the Huber fits M = E + A·N^−α, intervals from "
+            f"{spec.saturating_boot} resamples"
+            if spec.saturating_boot
+            else ""
+        )
+    )
+    result.notes += found.notes
+    if found.exponent and "seed" not in data.frame.columns:
+        result.notes.append(
+            "no seeds declared: no paired differences (a table declares them with --seed-column)"
+        )
+    if not new:
+        result.notes.append(f"--reference {spec.reference}: no line to compare on")
+    if found.figure:
+        result.figure_data["loss_comparison"] = found.figure
 
 
 def _fit_store(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.result import Result
-from analysis.scaling.command import fit_all, method_lines
+from analysis.scaling.command import add_comparison, compare_spec, fit_all, method_lines
 from analysis.scaling.settings import ScalingSettings, parse_where
 from analysis.scaling.table_points import TableColumns, TableFilter, table_values
 from records.errors import ResultsError
@@ -73,8 +73,11 @@ def scaling_points(
         f"varies; intervals from {s.n_boot_fit} bootstrap resamples (seed {s.seed}); C = "
         f"{k:g}·N·D" + (f" (the median of {cols.flops} / (N·D))" if cols.flops else "")
     )
+    spec = compare_spec(s, "group", f"--group {cols.group}" if cols.group else "--group", data)
     chosen = list(dict.fromkeys(data.frame["metric"].to_list()))
     fit_all(result, data, chosen, axes, s)
+    if spec is not None:
+        add_comparison(result, data, chosen, spec)
     return result
 
 

@@ -4,6 +4,7 @@ docstrings are the documentation of the command's options."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,19 @@ def flops(texts: list[str]) -> tuple[float, ...]:
 
 
 BUDGETS_FLAG = flag(metavar="C,C,...", parse=flops)
+
+
+def sizes(texts: list[str]) -> tuple[float, ...]:
+    """--at as parameter counts N; a value that is not a number is bad input."""
+    out = []
+    for text in texts:
+        try:
+            out.append(float(text))
+        except ValueError:
+            raise ValueError(f"--at: {text!r} is not a number of parameters") from None
+    return tuple(out)
+
+
 """--budgets 1e21,1e22: compute budgets in FLOPs."""
 LINES = ("D", "ratio")
 """What a table's N lines hold fixed: its D, or its tokens per parameter D/N."""
@@ -124,10 +138,39 @@ class ScalingSettings:
     """What a table's N lines hold fixed (--lines): D (tokens trained), or ratio (tokens per
     parameter D/N, as an over-training study's multipliers)."""
 
+    reference: str | None = field(default=None, metadata=flag(metavar="VALUE"))
+    """Compare every loss with this one across scale (--reference; a store's `loss`, a points
+    table's --group column): the exponent test (table scaling_exponent_test), the parameter
+    multiplier per N (scaling_multipliers), where seeds are paired the paired difference per size
+    and its trend in ln N (scaling_paired_differences, scaling_paired_trend), and the loss-to-loss
+    fits (scaling_loss_to_loss); None: no comparison. A loss split by --by loss,alpha is named
+    "del, alpha=0.2"."""
+    compare_at: tuple[float, ...] | None = field(
+        default=None, metadata=flag("--at", metavar="N,N,...", parse=sizes)
+    )
+    """Planned sizes N at which the multipliers against --reference are given too (--at), beside
+    each loss's own sizes."""
+
     def __post_init__(self) -> None:
         freeze_lists(
-            self, ("metrics", "axes", "by", "statuses", "models", "budgets", "fix", "where")
+            self,
+            (
+                "metrics",
+                "axes",
+                "by",
+                "statuses",
+                "models",
+                "budgets",
+                "fix",
+                "where",
+                "compare_at",
+            ),
         )
+        bad_at = [n for n in self.compare_at or () if not (n > 0 and math.isfinite(n))]
+        if bad_at:
+            raise ResultsError(f"--at must be positive, finite sizes N, got {bad_at}")
+        if self.compare_at and self.reference is None:
+            raise ResultsError("--at gives multipliers against --reference: name the reference")
         bad_budgets = [b for b in self.budgets or () if not b > 0]
         if bad_budgets:
             raise ResultsError(f"--budgets must be positive FLOPs, got {bad_budgets}")
@@ -179,6 +222,8 @@ class ScalingSettings:
             "where": parse_where(self.where),
             "strict": self.strict,
         }
+        if self.reference is not None:
+            out |= {"reference": self.reference, "at": list(self.compare_at or ())}
         if store:
             out |= {
                 "aggregate": self.aggregate,
