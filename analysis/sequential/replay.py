@@ -216,7 +216,8 @@ def replay(store: Store, question: Question, choice: DesignChoice) -> Replay:
     rows = _values(store, trials, arms, question)
     if question.trend:
         rows = with_sizes(store, trials, rows)
-    pairs, diffs = {}, {}
+    pairs: dict[str, pl.DataFrame] = {}
+    diffs: dict[str, list[float]] = {}
     sign = _sign(question)
     for arm, ref in treatments.items():
         pairs[arm], raw = _units(_pairs(rows, arm, ref), question, rows, (arm, ref), notes)
