@@ -13,6 +13,7 @@ Modules, bottom up:
 - simulate: operating characteristics by simulation (`operating`);
 - plan: seeds per look from a pilot's spread, against the fixed design (`plan`);
 - replay: a design applied to a store already run, with its cost (`replay`);
+- trend: a unit that is a seed across model sizes, its value the slope per decade of N;
 - command: `python -m analysis sequential` and `sequential-replay`.
 
 What a study runner calls (the orchestrator's `numsweep study`):

@@ -9,7 +9,8 @@ expected seeds at a true difference of 0 and of SESOI against the fixed design's
 
 `python -m analysis sequential-replay RESULTS --metric M --sesoi D [--seeds 3,6,9]`: where that
 design would have stopped on a store already run, at what cost (analysis/sequential/replay.py;
-JSON keys `decision`, `look`, `seeds`, `hours`, `fixed_hours`).
+JSON keys `decision`, `look`, `seeds`, `hours`, `fixed_hours`); `--trend log_n` judges each
+seed's slope of the differences across model sizes, per decade of N (analysis/sequential/trend.py).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from analysis.sequential.design import Hypotheses
 from analysis.sequential.plan import Plan, plan
 from analysis.sequential.replay import ArmReplay, DesignChoice, Question, Replay, replay
 from analysis.sequential.small_n import check_seeds
+from analysis.sequential.trend import UNIT, Trend
 from analysis.settings_flags import ARMS_FLAG, flag
 from analysis.trial_costs import hours
 from records.errors import ResultsError
@@ -306,6 +308,10 @@ class ReplaySettings:
     """Which way the metric is better (--direction); default: its registered direction."""
     by: tuple[str, ...] = ("loss",)
     """Configuration columns that key an arm (--by)."""
+    trend: Trend | None = None
+    """`log_n`: judge each seed's slope of the paired differences across the model sizes on
+    log10 of the non-embedding parameters, per decade of N; --sesoi is then a slope (--trend).
+    None: one paired difference a seed."""
 
     def __post_init__(self) -> None:
         freeze_lists(self, ("treatments", "seeds", "by"))
@@ -331,6 +337,7 @@ class ReplaySettings:
             "power": self.target_power,
             "futility": not self.no_futility,
             "hypotheses": self.hypotheses,
+            "trend": self.trend,
         }
 
     def question(self) -> Question:
@@ -343,6 +350,7 @@ class ReplaySettings:
             self.hypotheses,
             self.direction,
             self.by,
+            self.trend,
         )
 
     def choice(self) -> DesignChoice:
@@ -366,7 +374,11 @@ def sequential_replay(store: Store, settings: ReplaySettings) -> Result:
     result.settings = settings.as_json()
     result.header.append(f"experiments: {', '.join(store.experiments)}")
     result.header.append(_replay_line(r))
-    result.tables.append(_looks_table(r))
+    if settings.trend:
+        result.header.append(
+            f"primary: {settings.metric}, treatment − reference as a {UNIT} (one a seed)"
+        )
+    result.tables.append(_looks_table(r, settings.trend is not None))
     result.notes += r.notes
     result.notes.append(
         "each look judges the first pairs in the order they ran (the later start of the pair's "
@@ -403,7 +415,8 @@ def _arm_summary(a: ArmReplay) -> dict[str, Any]:
     }
 
 
-def _looks_table(r: Replay) -> Table:
+def _looks_table(r: Replay, trend: bool = False) -> Table:
+    """Every look of every treatment; with a trend, Δ is the seeds' slope per decade of N."""
     records = []
     for a in r.arms:
         sign = a.orientation
@@ -430,7 +443,7 @@ def _looks_table(r: Replay) -> Table:
         Column("arm", lambda r: r["arm"]),
         Column("look", lambda r: str(r["look"])),
         Column("seeds", lambda r: str(r["seeds"])),
-        Column("Δ mean", lambda r: fmt_signed(r["mean_diff"])),
+        Column("Δ slope/decade" if trend else "Δ mean", lambda r: fmt_signed(r["mean_diff"])),
         Column("repeated CI", lambda r: fmt_ci(r["ci_low"], r["ci_high"])),
         Column("t", lambda r: fmt(r["t"], 3)),
         Column("bound t", lambda r: fmt(r["bound"], 4)),
@@ -440,4 +453,5 @@ def _looks_table(r: Replay) -> Table:
         ),
         Column("decision", lambda r: r["decision"] if r["reason"] is None else r["reason"]),
     ]
-    return records_table("looks", "looks (Δ = treatment − reference)", columns, records)
+    what = f"treatment − reference, {UNIT}" if trend else "treatment − reference"
+    return records_table("looks", f"looks (Δ = {what})", columns, records)

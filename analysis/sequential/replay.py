@@ -15,6 +15,9 @@ look (the sequentially rejective group-sequential procedure of Maurer and Bretz 
 without re-testing earlier looks, which only forgoes power). Equivalence is judged at α for each
 treatment: "equivalent at every dose" is an intersection–union claim, which needs no correction.
 
+With `trend` (analysis/sequential/trend.py) a unit is a seed across model sizes and its value
+the slope of its paired differences on log10 N, per decade of N; the looks judge the slopes.
+
 Costs come from the trials' own reports (analysis/trial_costs.py): `hours` are the trial-hours
 (summed wall time) of the trials the sequential design would have run, `fixed_hours` of every
 trial of these arms in the store; core-hours likewise.
@@ -32,6 +35,7 @@ from analysis.arms import CONTROL, Arms, assign_arms, baseline_arm
 from analysis.selection import FINAL, ValueSpec, select_values, summary_direction
 from analysis.sequential.decision import Decision, LookResult, evaluate_look
 from analysis.sequential.design import Hypotheses, SequentialTest, looks_at, sequential_test
+from analysis.sequential.trend import SIZE_COLUMN, Trend, seed_slopes, sizes_of, with_sizes
 from analysis.trial_costs import trial_costs
 from records.errors import ResultsError
 from records.reader import Store, current_trials, read_latest
@@ -53,6 +57,9 @@ class Question:
     """Which way is better; None: the metric's registered direction."""
     by: tuple[str, ...] = ("loss",)
     """Configuration columns that key an arm (the ablation's --by)."""
+    trend: Trend | None = None
+    """`log_n`: each seed's value is the slope of its paired differences across the model sizes
+    on log10 N (per decade of non-embedding parameters); None: one paired difference a seed."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,7 @@ class ArmReplay:
     arm: str
     reference: str
     pairs: int
-    """Pairs the store holds."""
+    """Pairs the store holds (with a trend: seeds paired at every size)."""
     decision: Decision
     look: int
     """The look it stopped at (1-based), or the last look judged."""
@@ -109,6 +116,8 @@ class Replay:
     """The study stopped (every treatment decided or at its last look)."""
     next_seeds: int | None
     """Pairs the next look needs, while the study has not stopped."""
+    fixed_trials: int
+    """The distinct paired trials stored: what `fixed_hours` sums over."""
     notes: list[str] = field(default_factory=list)
 
     def as_summary(self) -> dict[str, object]:
@@ -148,12 +157,25 @@ def _values(store: Store, trials: pl.DataFrame, arms: Arms, q: Question) -> pl.D
 def _pairs(rows: pl.DataFrame, arm: str, reference: str) -> pl.DataFrame:
     """The pairs of `arm` with `reference` on the seed, in the order they ran."""
     cols = ["seed_key", "trial_id", "value", "start", "wall_h", "core_h"]
+    cols += [c for c in ("seed", "size", "n") if c in rows.columns]  # a trend's sizes
     mine = rows.filter(pl.col("arm") == arm).select(cols)
     theirs = rows.filter(pl.col("arm") == reference).select(cols)
     pairs = mine.join(theirs, on="seed_key", suffix="_ref")
     ran = pl.max_horizontal("start", "start_ref")
     seed = pl.col("seed_key").cast(pl.Int64, strict=False)  # seed 10 after seed 9
-    return pairs.with_columns(ran=ran, seed=seed).sort(["ran", "seed", "seed_key"], nulls_last=True)
+    pairs = pairs.with_columns(ran=ran, seed_order=seed)
+    return pairs.sort(["ran", "seed_order", "seed_key"], nulls_last=True).drop("seed_order")
+
+
+def _units(
+    pairs: pl.DataFrame, q: Question, rows: pl.DataFrame, arms: tuple[str, str], notes: list[str]
+) -> tuple[pl.DataFrame, list[float]]:
+    """The pairs with `unit`, the place in run order of the unit each belongs to, and each
+    unit's difference treatment − reference (metric units): a pair's own, or with a trend a
+    seed's slope across the sizes (per decade of N)."""
+    if q.trend is None:
+        return pairs.with_row_index("unit"), (pairs["value"] - pairs["value_ref"]).to_list()
+    return seed_slopes(pairs, sizes_of(rows, arms), arms[0], notes)
 
 
 def _treatments(arms: Arms, q: Question) -> dict[str, str]:
@@ -188,25 +210,29 @@ def replay(store: Store, question: Question, choice: DesignChoice) -> Replay:
     if "start" not in trials.columns:
         notes.append("the trials table has no start times: pairs are taken in seed order")
         trials = trials.with_columns(start=pl.lit(None, pl.Datetime("us", "UTC")))
-    arms = assign_arms(trials, question.by, baseline=question.reference)
+    block = (SIZE_COLUMN,) if question.trend else ()
+    arms = assign_arms(trials, question.by, baseline=question.reference, block=block)
     treatments = _treatments(arms, question)
     rows = _values(store, trials, arms, question)
-    pairs = {arm: _pairs(rows, arm, ref) for arm, ref in treatments.items()}
-    stored = min(p.height for p in pairs.values())
+    if question.trend:
+        rows = with_sizes(store, trials, rows)
+    pairs: dict[str, pl.DataFrame] = {}
+    diffs: dict[str, list[float]] = {}
+    sign = _sign(question)
+    for arm, ref in treatments.items():
+        pairs[arm], raw = _units(_pairs(rows, arm, ref), question, rows, (arm, ref), notes)
+        diffs[arm] = [sign * d for d in raw]
+    stored = min(len(d) for d in diffs.values())
     seeds = choice.seeds or looks_at(stored, choice.looks)
     tests = _tests(seeds, question, choice, len(treatments))
-    sign = _sign(question)
-    diffs = {
-        a: [sign * d for d in (p["value"] - p["value_ref"]).to_list()] for a, p in pairs.items()
-    }
     judged = _judge(tests, diffs)
     arm_results = tuple(
-        _arm(arm, treatments[arm], pairs[arm].height, judged[arm], sign) for arm in treatments
+        _arm(arm, treatments[arm], len(diffs[arm]), judged[arm], sign) for arm in treatments
     )
     look = max(a.look for a in arm_results)
     stopped = all(a.looks[-1].stop for a in arm_results if a.looks)
     next_seeds = None if stopped else tests[1].seeds[look] if look < len(seeds) else None
-    costs = _costs(pairs, {a.arm: a.seeds for a in arm_results})
+    costs, fixed_trials = _costs(pairs, {a.arm: a.seeds for a in arm_results})
     return Replay(
         _study_decision(arm_results),
         look,
@@ -216,8 +242,20 @@ def replay(store: Store, question: Question, choice: DesignChoice) -> Replay:
         tests[1],
         stopped,
         next_seeds,
-        notes + _cost_notes(rows),
+        fixed_trials,
+        notes + _cost_notes(rows) + _trend_notes(question, rows),
     )
+
+
+def _trend_notes(q: Question, rows: pl.DataFrame) -> list[str]:
+    if q.trend is None:
+        return []
+    return [
+        f"trend {q.trend}: a seed's value is the least-squares slope of its paired differences "
+        f"at the {rows['size'].n_unique()} model sizes on log10 of the non-embedding parameters "
+        "(the trials' model/params_non_embedding): the looks judge the seeds' slopes, per decade "
+        "of N"
+    ]
 
 
 def _tests(
@@ -301,18 +339,22 @@ def _study_decision(arms: Sequence[ArmReplay]) -> Decision:
     return "undecided"
 
 
-def _costs(pairs: dict[str, pl.DataFrame], used: dict[str, int]) -> tuple[float | None, ...]:
-    """Trial-hours and core-hours of the trials used, and of every paired trial stored."""
+def _costs(
+    pairs: dict[str, pl.DataFrame], used: dict[str, int]
+) -> tuple[tuple[float | None, ...], int]:
+    """Trial-hours and core-hours of the trials used (the units before `used`), and of every
+    paired trial stored; and how many trials that is."""
     runs, every = [], []
     for arm, p in pairs.items():
         for side in ("", "_ref"):
             cols = p.select(
+                "unit",
                 pl.col(f"trial_id{side}").alias("trial_id"),
                 pl.col(f"wall_h{side}").alias("wall_h"),
                 pl.col(f"core_h{side}").alias("core_h"),
             )
             every.append(cols)
-            runs.append(cols.head(used[arm]))
+            runs.append(cols.filter(pl.col("unit") < used[arm]))
     out: list[float | None] = []
     for frames in (runs, every):
         trials = pl.concat(frames).unique("trial_id")
@@ -320,7 +362,7 @@ def _costs(pairs: dict[str, pl.DataFrame], used: dict[str, int]) -> tuple[float 
             values = trials[col]
             out.append(None if values.null_count() else float(values.sum()))
     hours, core, fixed, fixed_core = out
-    return hours, fixed, core, fixed_core
+    return (hours, fixed, core, fixed_core), trials.height
 
 
 def _cost_notes(rows: pl.DataFrame) -> list[str]:

@@ -58,7 +58,10 @@ def question(study: Study, metric=None) -> Question:
     """The study's question of a store: the primary metric (or `metric`, a secondary)."""
     spec = study.spec
     m = metric or spec.primary
-    return Question(m.metric, spec.sesoi, m.value, spec.reference, (), spec.hypotheses, m.direction)
+    return Question(
+        m.metric, spec.sesoi, m.value, spec.reference, (), spec.hypotheses, m.direction,
+        trend=m.trend,
+    )  # fmt: skip
 
 
 def summarise_pilot(root: str, study: Study) -> PilotSummary:
@@ -80,17 +83,8 @@ def summarise_pilot(root: str, study: Study) -> PilotSummary:
         arms.append(PilotArm(a.arm, a.reference, a.pairs, a.estimate, look.sd))
     if r.fixed_hours is None:
         raise StudyError(f"the pilot's trials reported no cost: {'; '.join(r.notes)}")
-    per_trial = r.fixed_hours / _paired_trials(arms)
+    per_trial = r.fixed_hours / r.fixed_trials  # a trend's seed is a trial at every size
     return PilotSummary(
         study.pilot_experiment, min(a.pairs for a in arms), tuple(arms), r.fixed_hours,
         per_trial * arms_per_seed(study),
     )  # fmt: skip
-
-
-def _paired_trials(arms: list[PilotArm]) -> int:
-    """The trials the pilot's paired hours sum over: each treatment's, and each reference arm's
-    once (treatments pair with the same reference trials; the most pairs any of them made)."""
-    references: dict[str, int] = {}
-    for a in arms:
-        references[a.reference] = max(references.get(a.reference, 0), a.pairs)
-    return sum(a.pairs for a in arms) + sum(references.values())

@@ -23,6 +23,7 @@ from statsmodels.stats.multitest import multipletests
 from analysis.result import Column, Result, fmt, fmt_pvalue, fmt_signed, records_table
 from analysis.sequential import DesignChoice, Replay, replay
 from analysis.sequential.command import ReplaySettings, sequential_replay
+from analysis.sequential.trend import UNIT
 from orchestrator.study.errors import StudyError
 from orchestrator.study.looks import judge
 from orchestrator.study.pilot import question
@@ -65,20 +66,23 @@ def _arm_records(r: Replay) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _tables(result: Result, r: Replay, secondaries: list[dict[str, Any]], alpha: float) -> None:
+def _tables(
+    result: Result, r: Replay, secondaries: list[dict[str, Any]], alpha: float, trend: bool
+) -> None:
     level = f"{100 * (1 - 2 * alpha):g}%"
     primary = [
         Column("arm", lambda x: x["arm"]),
         Column("decision", lambda x: x["decision"]),
         Column("look", lambda x: str(x["look"])),
         Column("seeds", lambda x: str(x["seeds"])),
-        Column("Δ mean", lambda x: fmt_signed(x["estimate"])),
+        Column("Δ slope/decade" if trend else "Δ mean", lambda x: fmt_signed(x["estimate"])),
         Column(
             f"{level} repeated CI",
             lambda x: f"[{fmt_signed(x['ci_low'])}, {fmt_signed(x['ci_high'])}]",
         ),
     ]
-    title = "primary: treatment − reference at the look each stopped"
+    what = f"treatment − reference, {UNIT}" if trend else "treatment − reference"
+    title = f"primary: {what} at the look each stopped"
     result.tables.insert(0, records_table("primary", title, primary, _arm_records(r)))
     if secondaries:
         cols = [
@@ -133,7 +137,7 @@ def study_report(root: str, study: Study) -> Result:
     result = Result("study-report", f"Study {study.experiment}: {study.spec.question}")
     result.tables = base.tables
     secondaries = _secondaries(store, study, r.seeds)
-    _tables(result, r, secondaries, design.alpha)
+    _tables(result, r, secondaries, design.alpha, study.spec.primary.trend is not None)
     pilot_h = float(record["pilot"]["trial_hours"])
     result.header += [
         f"decision: {r.decision} at look {r.look} of {len(design.seeds)} ({r.seeds} paired "
@@ -160,7 +164,7 @@ def _settings(study: Study, seeds: tuple[int, ...] = ()) -> ReplaySettings:
         reference=spec.reference, seeds=seeds, looks=1 if d.spending == "none" else d.looks,
         alpha=spec.alpha, spending=d.spending, target_power=spec.power,
         no_futility=not d.futility or d.spending == "none", hypotheses=spec.hypotheses,
-        direction=spec.primary.direction,
+        direction=spec.primary.direction, trend=spec.primary.trend,
     )  # fmt: skip
 
 

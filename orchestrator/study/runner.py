@@ -12,6 +12,7 @@ to retry them), 2 refused (bad file, over budget, changed since registration).""
 
 from __future__ import annotations
 
+from analysis.sequential.trend import UNIT
 from orchestrator.study.errors import StudyError
 from orchestrator.study.launch import Launch, run_trials, runs_left
 from orchestrator.study.looks import run_main
@@ -70,9 +71,11 @@ def describe_design(d: MainDesign) -> str:
     )
 
 
-def describe_pilot(pilot: PilotSummary) -> str:
+def describe_pilot(pilot: PilotSummary, trend: bool = False) -> str:
+    """The pilot's differences (with a trend: the seeds' slopes per decade of N) and cost."""
+    what = f" ({UNIT})" if trend else ""
     arms = "; ".join(
-        f"{a.arm} − {a.reference}: mean {a.mean:.3g}, sd {a.sd:.3g} ({a.pairs} pairs)"
+        f"{a.arm} − {a.reference}{what}: mean {a.mean:.3g}, sd {a.sd:.3g} ({a.pairs} pairs)"
         for a in pilot.arms
     )
     return (
@@ -99,15 +102,16 @@ def run_study(root: str, study: Study, how: Launch, pilot_only: bool = False) ->
             return 1
         design = size_design(study, pilot)
         _check_seeds(study, design)
+        said = describe_pilot(pilot, study.spec.primary.trend is not None)
         if pilot_only:
-            print(f"numsweep: study {study.experiment}: {describe_pilot(pilot)}")
+            print(f"numsweep: study {study.experiment}: {said}")
             print(f"numsweep: study {study.experiment}: would register: {describe_design(design)}")
         check_budget(study, design)
         if pilot_only:
             print("numsweep: not registered (--pilot-only); run without it to register and go on")
             return 0
         register(root, study, pilot, design)
-        print(f"numsweep: study {study.experiment}: {describe_pilot(pilot)}")
+        print(f"numsweep: study {study.experiment}: {said}")
         print(f"numsweep: study {study.experiment}: registered: {describe_design(design)}")
     outcome = run_main(root, study, design, how)
     if outcome.failed or outcome.replay is None or not outcome.replay.stopped:

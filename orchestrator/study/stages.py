@@ -58,9 +58,16 @@ def arms_per_seed(study: Study) -> int:
 
 def treatments(study: Study) -> int:
     """The arms compared with the reference on a seed (control arms excepted): the size of the
-    Holm family the replay judges superiority in."""
+    Holm family the replay judges superiority in. With a trend the sizes are one arm's units,
+    not arms: a treatment is a loss variant across every preset."""
     reference = study.spec.reference
-    return sum(1 for a in _one_seed(study) if a["loss"] != reference and "control" not in a)
+    sizes = ("preset", "lr") if study.spec.primary.trend else ()
+    compared = {
+        tuple(sorted((k, str(v)) for k, v in a.items() if k not in sizes))
+        for a in _one_seed(study)
+        if a["loss"] != reference and "control" not in a
+    }
+    return len(compared)
 
 
 def look_sweep(study: Study, looks: tuple[int, ...], look: int) -> SweepConfig:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.sequential.trend import UNIT
 from analysis.trial_costs import trial_costs
 from orchestrator.study.looks import read_looks
 from orchestrator.study.registration import read_registration
@@ -34,6 +35,13 @@ def _complete_seeds(root: str, study: Study, seeds: list[int], arms: int) -> int
 
 def study_status(root: str, study: Study) -> str:
     lines = [f"study {study.experiment}: {study.spec.question}"]
+    primary = study.spec.primary
+    if primary.trend:
+        presets = study.sweep.grid.presets or []
+        lines.append(
+            f"primary: {primary.metric} ({primary.summary}), treatment − reference as a "
+            f"{UNIT} over {len(presets)} sizes ({', '.join(presets)}), one a seed"
+        )
     record = read_registration(root, study)
     pilot_total = len(grid_arms(pilot_sweep(study)))
     pilot_done = load_finished_trials(root, study.pilot_experiment).height

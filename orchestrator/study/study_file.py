@@ -4,7 +4,8 @@ before anything starts (extra keys are refused; the field docstrings are the doc
     question: Does DEL change generated exact match against MLE on pretrained SmolLM2?
     sweep: main.yaml                  # a grid sweep file (relative to this file), or inline
     reference: mle                    # the reference arm: a loss of the grid
-    primary: {metric: gen/mathgen/exact_match, summary: final}
+    primary: {metric: gen/mathgen/exact_match, summary: final}   # trend: log_n: the slope
+                                      # across grid.presets per decade of N (study 7)
     sesoi: 0.02                       # smallest effect of interest, the metric's units
     hypotheses: both                  # superiority, equivalence (TOST) or both
     alpha: 0.05
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from analysis.selection import ValueSpec, parse_value
 from analysis.sequential.design import looks_at
+from analysis.sequential.trend import MIN_SIZES, Trend
 from orchestrator.sweep.local_paths import absolute_trial_paths
 from orchestrator.sweep.sweep_file import SweepConfig
 from orchestrator.sweep.yaml_source import load_yaml
@@ -59,6 +61,13 @@ class Metric(_Strict):
     commands (step:N, auc:FROM-TO, …)."""
     direction: Literal["max", "min"] | None = None
     """Which way is better; null: the metric's registered direction."""
+    trend: Trend | None = None
+    """`log_n`: compare the arms' trend across model sizes, not their level. The sweep's
+    `grid.presets` (at least 3, one learning rate each) become the x: for each seed, the paired
+    differences treatment − reference at every size are regressed on log10 of the non-embedding
+    parameters, and the seeds' slopes (the metric's units per decade of N; positive: the
+    difference grows with N) are what the pilot's spread, the looks and the SESOI are about.
+    Null: one paired difference a seed (analysis/sequential/trend.py)."""
 
     @field_validator("metric")
     @classmethod
@@ -201,8 +210,8 @@ class StudyFile(_Strict):
     primary: Metric
     """The primary metric: the one the decision is taken on."""
     sesoi: float = Field(gt=0)
-    """The smallest effect of interest, in the primary metric's units: the effect the design is
-    powered for and the equivalence margin (±SESOI)."""
+    """The smallest effect of interest, in the primary metric's units (with `primary.trend`:
+    per decade of N): the effect the design is powered for and the equivalence margin (±SESOI)."""
     hypotheses: Literal["superiority", "equivalence", "both"] = "both"
     """superiority (one-sided: better, and its mirror, worse), equivalence (TOST within ±SESOI),
     or both (whichever a look decides first)."""
@@ -323,6 +332,7 @@ def _check_arms(path: Path, spec: StudyFile, sweep: SweepConfig) -> None:
                 "must be among them)"
             )
     _check_pilot_params(path, spec, sweep)
+    _check_trend(path, spec, sweep)
     main = spec.design
     if main.seeds is not None or isinstance(main.max_seeds, int):
         n = main.seeds[-1] if main.seeds is not None else int(main.max_seeds)
@@ -347,6 +357,30 @@ def _check_pilot_params(path: Path, spec: StudyFile, sweep: SweepConfig) -> None
                 raise StudyFileError(
                     f"{where}: {variant} is not one of the grid's {loss} variants: {grid}"
                 )
+
+
+def _check_trend(path: Path, spec: StudyFile, sweep: SweepConfig) -> None:
+    """A metric with `trend`: at least MIN_SIZES presets in the grid, one learning rate each (a
+    size's rate goes with the size; several would make several trends)."""
+    metrics = {"primary": spec.primary} | {
+        f"secondaries.{i}": m for i, m in enumerate(spec.secondaries)
+    }
+    for key, metric in metrics.items():
+        if metric.trend is None:
+            continue
+        presets = sweep.grid.presets or []
+        if len(presets) < MIN_SIZES:
+            raise StudyFileError(
+                f"{path}: {key}.trend: {metric.trend} needs at least {MIN_SIZES} model sizes in "
+                f"the sweep's grid.presets, got {len(presets)}"
+                + (f" ({', '.join(presets)})" if presets else "")
+            )
+        several = [p for p in presets if len(sweep.grid.lrs_for(p)) > 1]
+        if several:
+            raise StudyFileError(
+                f"{path}: {key}.trend: one learning rate a size, but sweep grid.lrs gives "
+                f"{', '.join(several)} several"
+            )
 
 
 def load_study(path: str | Path) -> Study:

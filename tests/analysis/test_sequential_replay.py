@@ -156,6 +156,18 @@ def test_replay_judges_several_treatments_with_holm(tmp_path: Path):
     assert alone.arms[0].decision == "superior"  # one treatment: α itself
 
 
+def test_the_paired_trials_count_each_reference_trial_once(tmp_path: Path):
+    """What a pilot prices a trial at (fixed_hours over fixed_trials): two doses sharing mle's
+    trials, 3 + 3 + 3; a dose with a pair fewer (no seed 2), 3 + 2 + 3."""
+    one = DesignChoice(seeds=(2,), spending="none", futility=False)
+    _write_store(tmp_path / "a", {"0.1": [0.0, 0.01, 0.02], "0.2": [0.01, 0.0, 0.02]}, {})
+    assert replay(open_store(tmp_path / "a"), Question(ACC, 0.02), one).fixed_trials == 9
+    _write_store(
+        tmp_path / "b", {"0.1": [0.0, 0.01, 0.02], "0.2": [0.01, 0.0, 0.02]}, {"0.2": [0, 1]}
+    )
+    assert replay(open_store(tmp_path / "b"), Question(ACC, 0.02), one).fixed_trials == 8
+
+
 def test_a_store_short_of_the_next_look_is_still_running(tmp_path: Path):
     _write_store(tmp_path, {"0.1": [0.001, -0.002, 0.0, 0.003, 0.001]}, {})
     r = replay(open_store(tmp_path), Question(ACC, 0.02), DesignChoice(seeds=(3, 6, 9)))

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 
 from analysis.sequential import fixed_seeds
-from orchestrator.study.pilot import PilotArm, PilotSummary, _paired_trials
-from orchestrator.study.sizing import size_design
-from orchestrator.study.stages import arms_per_seed, pilot_sweep
+from orchestrator.study.pilot import PilotArm, PilotSummary, summarise_pilot
+from orchestrator.study.sizing import size_design, sizing_alpha
+from orchestrator.study.stages import arms_per_seed, pilot_sweep, treatments
 from orchestrator.study.study_file import load_study
 from orchestrator.sweep.search_space import grid_arms
-from tests.orchestrator.study.test_study_file import STUDY, _write
+from tests.analysis.trend_fixtures import SLOPES, write_trend_store
+from tests.orchestrator.study.test_study_file import STUDY, _write, trend_study
 
 DOSES = [{"alpha": 0.05}, {"alpha": 0.2}]
 
@@ -43,13 +45,24 @@ def test_without_pilot_params_the_pilot_runs_every_variant(tmp_path):
     assert len(grid_arms(pilot_sweep(study))) == 6 and arms_per_seed(study) == 3
 
 
-def test_the_paired_trials_count_each_reference_trial_once():
-    # one dose, 3 pairs: 3 del trials + 3 mle trials
-    assert _paired_trials([PilotArm("del (alpha=0.2)", "mle", 3, 0.0, 0.01)]) == 6
-    # two doses sharing the mle trials: 3 + 3 + 3; a dose with a pair fewer: 3 + 2 + 3
-    both = [PilotArm("a", "mle", 3, 0.0, 0.01), PilotArm("b", "mle", 3, 0.0, 0.01)]
-    assert _paired_trials(both) == 9
-    assert _paired_trials([both[0], PilotArm("b", "mle", 2, 0.0, 0.01)]) == 8
+def test_a_trend_pilot_is_sized_at_the_slopes_and_priced_at_every_size(tmp_path):
+    """Study 7's form: the pilot's spread is the seeds' slopes' (hand-derived in
+    tests/analysis/trend_fixtures.py), a trial's cost the mean over every size's trials, a seed
+    costs a trial of each loss at each size, and the sizes are one treatment, not three."""
+    doc = {**trend_study(), "pilot": {"seeds": list(range(6))}, "design": {"max_seeds": "pilot"}}
+    study = load_study(_write(tmp_path, doc))
+    write_trend_store(tmp_path / "results", study.pilot_experiment)
+    pilot = summarise_pilot(str(tmp_path / "results"), study)
+    (arm,) = pilot.arms
+    assert (arm.arm, arm.pairs) == ("del", 6)
+    assert arm.mean == pytest.approx(np.mean(SLOPES))
+    assert arm.sd == pytest.approx(np.std(SLOPES, ddof=1))
+    # 6 complete seeds x 3 sizes x 2 losses = 36 trials, the first 36 written: wall_s 100..3600
+    hours = sum(100.0 * (k + 1) for k in range(36)) / 3600
+    assert pilot.trial_hours == pytest.approx(hours)
+    assert arms_per_seed(study) == 6
+    assert pilot.hours_per_seed == pytest.approx(hours / 36 * 6)
+    assert treatments(study) == 1 and sizing_alpha(study) == study.spec.alpha
 
 
 def test_sd_bound_sizes_the_design_at_the_sds_upper_confidence_limit(tmp_path):

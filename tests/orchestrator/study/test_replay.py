@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from orchestrator.cli import main
+from tests.analysis.trend_fixtures import SLOPES, write_trend_store
+from tests.orchestrator.study.test_study_file import _write, trend_study
 
 STUDY5 = ["studies/del_pretrained/study.yaml", "--from", "studies/del_pretrained/results"]
 STUDY3 = ["studies/del_plateau/study.yaml", "--from", "studies/del_plateau/results"]
@@ -48,3 +51,24 @@ def test_replay_markdown_and_a_missing_store(capsys, tmp_path):
     assert "decision: equivalent at look 2" in out and "| del | 2 | 6 |" in out
     assert main(["study", "replay", STUDY5[0], "--from", str(tmp_path / "none")]) == 2
     assert "no such results store" in capsys.readouterr().err
+
+
+def test_a_trend_study_replays_its_slopes_and_says_so(tmp_path, capsys):
+    """Study 7's form on the store of tests/analysis/trend_fixtures.py (its slopes derived there
+    by hand): the study file's trend primary reaches the replay; status names the primary."""
+    doc = trend_study()
+    doc["design"] = {"seeds": [3, 6], "spending": "pocock"}
+    path = _write(tmp_path, doc)
+    write_trend_store(tmp_path / "store", "s")
+    got = _json(capsys, [str(path), "--from", str(tmp_path / "store")])
+    assert (got["decision"], got["look"], got["seeds"]) == ("superior", 1, 3)
+    assert got["arms"][0]["estimate"] == pytest.approx(np.mean(SLOPES[:3]))
+    assert main(["study", "replay", str(path), "--from", str(tmp_path / "store")]) == 0
+    out = capsys.readouterr().out
+    assert "looks (Δ = treatment − reference, slope per decade of N)" in out
+    assert "seed 6 has no pair at xs" in out
+    assert main(["study", "status", str(path), "--results", str(tmp_path / "none")]) == 0
+    status = capsys.readouterr().out
+    assert (
+        "treatment − reference as a slope per decade of N over 3 sizes (h16l1, tiny, xs)" in status
+    )

@@ -24,6 +24,8 @@ from orchestrator.study.registration import register
 from orchestrator.study.sizing import size_design
 from orchestrator.study.study_file import load_study
 from records.reader import load_trials, open_store, read_latest
+from tests.analysis.trend_fixtures import DIFFS, SIZES, SLOPES, write_trend_store
+from tests.orchestrator.study.test_study_file import _write, trend_study
 from tests.sweep_runs import ROOT
 
 STUDY = ROOT / "studies" / "del_pretrained" / "study.yaml"
@@ -174,3 +176,31 @@ def test_the_html_report(registered, capsys, tmp_path):
     assert (
         json.loads((out / "tables" / "study-report.json").read_text())["decision"] == "equivalent"
     )
+
+
+def test_the_report_of_a_trend_study(tmp_path, capsys):
+    """Study 7's form, registered on the store of tests/analysis/trend_fixtures.py: the primary is
+    the seeds' slope per decade (hand-derived there), stopped at the first look (3 seeds); a
+    secondary without the trend compares each size's arms on the same 3 seeds (Holm over them)."""
+    doc = trend_study()
+    doc["design"] = {"seeds": [3, 6], "spending": "pocock"}
+    doc["secondaries"] = [{"metric": "eval/test/ce"}]
+    path = _write(tmp_path, doc)
+    write_trend_store(tmp_path / "results", "s")
+    study = load_study(path)
+    register(str(tmp_path / "results"), study, PILOT, size_design(study, PILOT))
+    args = ["study", "report", str(path), "--results", str(tmp_path / "results")]
+    assert main([*args, "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["decision"], got["look"], got["seeds"]) == ("superior", 1, 3)
+    (arm,) = got["arms"]
+    assert arm["estimate"] == pytest.approx(np.mean(SLOPES[:3])) and arm["ci_high"] < 0
+    by_size = {r["arm"]: r["mean_diff"] for r in got["secondaries"]}
+    assert by_size == pytest.approx(
+        {
+            f"del (lr={lr:g}, model={preset})": np.mean([DIFFS[s][i] for s in range(3)])
+            for i, (preset, _, lr) in enumerate(SIZES)
+        }
+    )
+    assert main(args) == 0
+    assert "primary: treatment − reference, slope per decade of N" in capsys.readouterr().out

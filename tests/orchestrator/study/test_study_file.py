@@ -14,6 +14,7 @@ from orchestrator.cli import main
 from orchestrator.study.pilot import PilotArm, PilotSummary
 from orchestrator.study.sizing import size_design
 from orchestrator.study.study_file import load_study
+from tests.analysis.trend_fixtures import SIZES
 from tests.sweep_runs import ROOT
 
 PILOT = PilotSummary("p", 2, (PilotArm("del", "mle", 2, 0.0, 0.5),), 0.2, 0.1)
@@ -38,6 +39,18 @@ STUDY = {
 
 
 _DROP = object()
+
+
+def trend_study() -> dict:
+    """STUDY with the trend primary (study 7's form) on the three sizes of
+    tests/analysis/trend_fixtures.py, each at its own learning rate."""
+    doc = copy.deepcopy(STUDY)
+    doc["primary"]["trend"] = "log_n"
+    doc["sesoi"] = 0.01
+    doc["sweep"]["grid"].update(
+        presets=[p for p, _, _ in SIZES], lrs={p: [lr] for p, _, lr in SIZES}
+    )
+    return doc
 
 
 def _write(tmp_path: Path, doc: dict) -> Path:
@@ -91,6 +104,9 @@ REFUSALS = [
     ({"sweep.grid.losses": ["mle"]}, "sweep.grid.losses"),
     ({"sweep.trial.train": {"stpes": 4}}, "sweep.trial.train.stpes"),
     ({"sweep.mode": "search"}, "sweep.mode"),
+    ({"primary.trend": "log_n"}, "primary.trend: log_n needs at least 3 model sizes"),
+    ({"primary.trend": "log_n", "sweep.grid.presets": ["tiny", "xs"]}, "got 2 (tiny, xs)"),
+    ({"primary.trend": "log_d"}, "primary.trend"),
 ]
 
 
@@ -155,6 +171,15 @@ def test_the_shipped_study_files_validate():
             assert study.sweep.experiment.endswith("-main") and study.spec.design.seeds
         else:  # run by `numsweep study run`: sized by its pilot
             assert study.spec.design.max_seeds == "pilot" and study.spec.pilot.seeds
+
+
+def test_a_trend_takes_one_learning_rate_a_size(tmp_path, capsys):
+    doc = trend_study()
+    assert load_study(_write(tmp_path, doc)).spec.primary.trend == "log_n"
+    doc["sweep"]["grid"]["lrs"]["tiny"] = [1e-2, 3e-3]
+    assert main(["study", "status", str(_write(tmp_path, doc))]) == 2
+    err = capsys.readouterr().err
+    assert "primary.trend: one learning rate a size" in err and "grid.lrs gives tiny" in err
 
 
 def test_seeds_per_look_sets_the_looks(tmp_path, capsys):
