@@ -311,7 +311,7 @@ class ReplaySettings:
     trend: Trend | None = None
     """`log_n`: judge each seed's slope of the paired differences across the model sizes on
     log10 of the non-embedding parameters, per decade of N; --sesoi is then a slope (--trend).
-    None: one paired difference a seed."""
+    Default: one paired difference a seed."""
 
     def __post_init__(self) -> None:
         freeze_lists(self, ("treatments", "seeds", "by"))
