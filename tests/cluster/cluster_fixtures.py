@@ -491,27 +491,41 @@ def start_midway(
     config = sweep_config(experiment, steps=steps, every=4, max_failures=2, trial_max_failures=2)
     results = work / f"results-{experiment}"
     cluster.submit(experiment, runtime_env, *sweep_command(write_sweep(work, config), results))
-    job_id = wait_for(
-        "the job's driver", lambda: cluster.jobs().get(experiment, {}).get("job_id"), 180
-    )
+
+    def driver_started() -> str | None:
+        job = cluster.jobs().get(experiment, {})
+        # A job that ended before its driver started says why (e.g. `python` not the venv's).
+        assert job.get("job_id") or job.get("status") not in TERMINAL, job.get("message")
+        return job.get("job_id")
+
+    job_id = wait_for("the job's driver", driver_started, 180)
     final = config["trial"]["train"]["steps"]
 
     seen: dict[str, object] = {}
 
     def midway():
         steps = stored_steps(results, experiment)
-        workers = list(cluster.train_workers(job_id).values())
-        seen.update(steps=steps, workers=workers)
-        ready = [(t, node) for t, node in workers if 4 <= steps.get(t, -1) < final]
+        workers = cluster.train_workers(job_id)
+        seen.update(steps=steps, workers=list(workers.values()))
+        ready = [
+            (t, node, pid) for pid, (t, node) in workers.items() if 4 <= steps.get(t, -1) < final
+        ]
         if len(workers) == 2 and ready and (len(ready) == 2 or not every_trial):
-            return ready[0]
+            return min(ready, key=lambda r: steps[r[0]])  # the one with the most steps to go
         return None
 
     try:
-        trial_id, node = wait_for("a trial midway", midway, timeout, every=1)
+        trial_id, node, pid = wait_for("a trial midway", midway, timeout, every=1)
     except AssertionError as err:
         raise AssertionError(f"{err}; last seen: {seen}") from None
-    return {"config": config, "results": results, "job_id": job_id, "trial": trial_id, "node": node}
+    return {
+        "config": config,
+        "results": results,
+        "job_id": job_id,
+        "trial": trial_id,
+        "node": node,
+        "worker_pid": pid,
+    }
 
 
 def end_of(cluster: LocalCluster, run: dict, failed_at: float, timeout: float) -> dict:
@@ -531,10 +545,16 @@ def end_of(cluster: LocalCluster, run: dict, failed_at: float, timeout: float) -
 def crash_node_midway(
     cluster: LocalCluster, work: Path, runtime_env: Path, experiment: str, timeout: float
 ) -> dict:
-    """Once a trial has a checkpoint on disk, SIGKILL every process of the worker node running
-    its Train worker at once (`local.py stop-node --force`), and wait up to `timeout` s for the
-    job to end (an AssertionError carrying the diagnosis otherwise)."""
+    """Once a trial has a checkpoint on disk, freeze its Train worker (SIGSTOP, so that it is
+    still midway when its node dies), SIGKILL every process of the worker node running it at
+    once (`local.py stop-node --force`), and wait up to `timeout` s for the job to end (an
+    AssertionError carrying the diagnosis otherwise)."""
     run = start_midway(cluster, work, runtime_env, experiment, timeout)
+    # Freeze the trial's Train worker where it was seen midway: what follows (the placement, the
+    # node's processes, a `local.py` start) took long enough under load for a trial's last 16
+    # steps to run, and a trial that ended before its node died is not retried (stop 64's CI:
+    # two Train workers, not three).
+    os.kill(run["worker_pid"], signal.SIGSTOP)
     run["placement"] = control_actors(cluster, run["job_id"])
     run["actors_seen"] = actors_seen(cluster, run["job_id"])
     node_pids = cluster.pids(run["node"])

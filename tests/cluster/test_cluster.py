@@ -442,9 +442,10 @@ def test_lost_controllers_their_trials_resume_and_their_cpus_come_back(lost_cont
 
 @pytest.fixture(scope="module")
 def node_crash_sweep(cluster, work, runtime_env):
-    """Once a trial has a checkpoint on disk, every process of the worker node running it is
-    SIGKILLed at once (`local.py stop-node --force`). Ray Train restarts its worker group from the
-    checkpoint on the remaining node, once the other trial frees its CPU."""
+    """Once a trial has a checkpoint on disk, its Train worker is frozen where it is and every
+    process of the worker node running it is SIGKILLed at once (`local.py stop-node --force`).
+    Ray Train restarts its worker group from the checkpoint on the remaining node, once the
+    other trial frees its CPU."""
     return crash_node_midway(cluster, work, runtime_env, "nodecrash", JOB_TIMEOUT_S)
 
 
