@@ -150,6 +150,7 @@ def _points_run(args: argparse.Namespace, settings: Any) -> Result | Path:
         n_boot_fit=settings.n_boot_fit,
         budgets=settings.budgets,
         reference=settings.reference,
+        compare_at=settings.compare_at,
     )
     return write_points_report(sca, args.points, settings.out, settings.static)
 

@@ -16,6 +16,7 @@ says so (no verdict table of empty rows, no one-size figures)."""
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from records.reader import CURVE_STATUSES, Store, current_trials, metric_names
 # The scaling command's --budgets option, by name: no command module imports another's
 # (analysis/commands.py).
 BUDGETS_FLAG = option_of("scaling", "budgets")
+AT_FLAG = option_of("scaling", "compare_at")
 
 
 def write_points_report(
@@ -69,8 +71,9 @@ def write_points_report(
 @dataclass(frozen=True)
 class ReportSettings:
     """Options of the report command (`python -m analysis report --help` names each flag). A
-    store's report uses the first seven and --reference; a points table's (--points) the output
-    directory, --metrics, --bootstrap, --fit-bootstrap, --budgets, --level and --reference."""
+    store's report uses the first seven, --reference and --at; a points table's (--points) the
+    output directory, --metrics, --bootstrap, --fit-bootstrap, --budgets, --level, --reference
+    and --at."""
 
     out: str | Path = field(metadata=flag("-o", "--out", metavar="DIR"))
     """Output directory: index.html, plotly.min.js (or figures/ with --static) and tables/."""
@@ -103,12 +106,21 @@ class ReportSettings:
     """The scaling section compares every loss with this one across scale (--reference; a
     points table's --group values): fits with bands and multipliers against N, and the
     comparison's tables; None: no comparison."""
+    compare_at: tuple[float, ...] | None = field(default=None, metadata=AT_FLAG)
+    """Planned sizes N at which the multipliers against --reference are given too, beside each
+    loss's own sizes (--at; diamonds in the figure), as the scaling command's --at."""
 
     def __post_init__(self) -> None:
-        freeze_lists(self, ("objectives", "statuses", "metrics", "budgets"))
+        freeze_lists(self, ("objectives", "statuses", "metrics", "budgets", "compare_at"))
         check_level(self.level)
         if self.n_boot < 1:
             raise ResultsError(f"--bootstrap must be >= 1, got {self.n_boot}")
+        # Checked here, not when the scaling section runs: before any file is written.
+        bad_at = [n for n in self.compare_at or () if not (n > 0 and math.isfinite(n))]
+        if bad_at:
+            raise ResultsError(f"--at must be positive, finite sizes N, got {bad_at}")
+        if self.compare_at and self.reference is None:
+            raise ResultsError("--at gives multipliers against --reference: name the reference")
 
 
 def write_report(store: Store, settings: ReportSettings) -> Path:

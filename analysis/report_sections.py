@@ -277,6 +277,7 @@ def scaling_section(ctx: ReportContext) -> Section:
         n_boot=s.n_boot,
         level=s.level,
         reference=s.reference,
+        compare_at=s.compare_at,
         **ctx.status_kw,
     )
     sizes = _sizes(sca)

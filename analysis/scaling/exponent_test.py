@@ -7,13 +7,16 @@ nested pair:
   the t-interval of the separate fit, b_g − b_r ± t_{P−4}·s·√(1/Sxx_g + 1/Sxx_r),
   s² = (SSE_g + SSE_r) / (P − 4) over the P = P_g + P_r cell means; `low`, `high` are the
   bootstrap's from 10 cells in each group, else the t-interval's (group_lines.interval_method).
-  The t-interval takes the groups as independent: for paired seeds it is wider than it need be,
-  and the bootstrap, whose draws keep the pairs, narrower (paired_trend.py is the paired test);
-- p: the F-test of the shared exponent against separate ones, F = (SSE_shared − SSE_separate)
-  / (SSE_separate / (P − 4)) on (1, P − 4) degrees of freedom, on log L: exact for Gaussian
-  noise in log L of equal variance in both groups; it is the square of the t-statistic of the
-  interaction term of ln L ~ group + ln N + group·ln N (statsmodels' OLS gives the same p, which
-  the tests check).
+  For a paired design (the same seeds at the same sizes under both: paired_trend.paired_design)
+  the t-interval is the paired one instead, b_g − b_r ± t_{P−2}·√Var, Var from the pair's
+  paired covariance (group_lines.paired_covariance): the slope of the difference line
+  ln L_g − ln L_r on ln N over its P − 2 degrees of freedom, where the noise the pairs share
+  cancels, and p is that slope's t-test (ci_method "t, paired");
+- p (not paired): the F-test of the shared exponent against separate ones,
+  F = (SSE_shared − SSE_separate) / (SSE_separate / (P − 4)) on (1, P − 4) degrees of freedom,
+  on log L: exact for Gaussian noise in log L of equal variance in both groups; it is the square
+  of the t-statistic of the interaction term of ln L ~ group + ln N + group·ln N (statsmodels'
+  OLS gives the same p, which the tests check).
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ import numpy as np
 from scipy import stats
 
 from analysis.scaling.bootstrap import percentile_ci
-from analysis.scaling.group_lines import GroupLine, Moments, interval_method, shared_slope
+from analysis.scaling.group_lines import (
+    GroupLine,
+    Moments,
+    interval_method,
+    paired_covariance,
+    shared_slope,
+)
 from analysis.seed_stats import t_quantile
 
 TEST_KEYS = (
@@ -50,10 +59,32 @@ def _f_test(g: Moments, r: Moments, dof: int) -> tuple[float | None, float]:
     return float(stats.f.sf(f, 1, dof)), s2
 
 
+def _paired_t(g: GroupLine, r: GroupLine, level: float) -> dict[str, Any]:
+    """The paired t-interval of b_g − b_r and its p (module docstring); {} without a degree of
+    freedom or without noise."""
+    beta, cov, dof = paired_covariance(g, r, shared=False)
+    if dof < 1:
+        return {}
+    grad = np.array([0.0, -1.0, 0.0, 1.0])  # b_g − b_r = a_r − a_g in (c_g, a_g, c_r, a_r)
+    diff, se = float(grad @ beta), float(np.sqrt(max(grad @ cov @ grad, 0.0)))
+    if not se > 0:
+        return {}
+    half = t_quantile((1 + level) / 2, dof) * se
+    p = float(2 * stats.t.sf(abs(diff) / se, dof))
+    return {"p": p, "t_low": diff - half, "t_high": diff + half}
+
+
 def exponent_test(
-    g: GroupLine, r: GroupLine, *, n_boot: int, level: float, seed: int
+    g: GroupLine,
+    r: GroupLine,
+    *,
+    n_boot: int,
+    level: float,
+    seed: int,
+    paired: bool = False,
 ) -> dict[str, Any]:
-    """The record of one group against the reference (TEST_KEYS; module docstring)."""
+    """The record of one group against the reference (TEST_KEYS; module docstring); `paired`:
+    g and r are a paired design."""
     out: dict[str, Any] = dict.fromkeys(TEST_KEYS)
     out |= {"group": g.name, "reference": r.name, "sizes": g.sizes, "sizes_ref": r.sizes}
     mg, mr = g.moments(), r.moments()
@@ -67,13 +98,15 @@ def exponent_test(
         out |= {"p": p, "t_low": b_g - b_r - float(half), "t_high": b_g - b_r + float(half)}
     else:
         out["remark"] = "no residual degree of freedom (fewer than 5 sizes in both): no test"
+    if paired:
+        out |= {"p": None, "t_low": None, "t_high": None} | _paired_t(g, r, level)
     bg, ok_g = g.resamples(n_boot, seed)
     br, ok_r = r.resamples(n_boot, seed)
     diffs = np.where(ok_g & ok_r, br.slope() - bg.slope(), np.nan)  # b_g − b_r = a_r − a_g
     ci = percentile_ci(diffs, level)
     used = int(np.isfinite(diffs).sum())
     out |= {"boot_low": ci[0] if ci else None, "boot_high": ci[1] if ci else None}
-    method = interval_method(g, r)
+    method = interval_method(g, r, paired)
     low, high = ("boot_low", "boot_high") if method == "bootstrap" else ("t_low", "t_high")
     out |= {"low": out[low], "high": out[high], "ci_method": method, "resamples": used}
     out["resampling"] = g.cells.how(n_boot, seed)

@@ -24,6 +24,11 @@ them, and the percentile intervals come out too narrow: 82% coverage of the mult
 and 95% nominal, where the t-interval held 94%; at 12 to 48 sizes 90–94% against 94–96% (200
 simulated tables each, one seed per size, Gaussian noise in log L; docs/analysis-scaling.md).
 Both intervals are in every record.
+
+Where the pair is a paired design (the same seeds at the same sizes under both groups:
+`paired_design` in paired_trend.py), the t-intervals take the two groups' cell means at one size
+as correlated (`paired_covariance`): a seed's data order and start, and a size's own quirks, move
+both losses alike, and an interval that takes them as independent counts that shared noise twice.
 """
 
 from __future__ import annotations
@@ -143,9 +148,12 @@ class GroupLine:
         return np.exp(m.intercept(np.array([a]))[0] + a * ln_n)
 
 
-def interval_method(g: GroupLine, r: GroupLine) -> str:
-    """ "bootstrap" where both groups have MIN_BOOTSTRAP_POINTS cells or more, else "t"."""
-    return "bootstrap" if min(g.sizes, r.sizes) >= MIN_BOOTSTRAP_POINTS else "t"
+def interval_method(g: GroupLine, r: GroupLine, paired: bool = False) -> str:
+    """ "bootstrap" where both groups have MIN_BOOTSTRAP_POINTS cells or more, else "t" ("t,
+    paired" for a paired design: `paired_covariance`)."""
+    if min(g.sizes, r.sizes) >= MIN_BOOTSTRAP_POINTS:
+        return "bootstrap"
+    return "t, paired" if paired else "t"
 
 
 def design(g: GroupLine, r: GroupLine, shared: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -167,3 +175,37 @@ def ols_covariance(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     resid = y - x @ beta
     s2 = float(resid @ resid) / dof if dof > 0 else np.nan
     return beta, s2 * np.linalg.inv(x.T @ x), dof
+
+
+def paired_covariance(
+    g: GroupLine, r: GroupLine, shared: bool
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Least squares of the pair's design (`design`) with the covariance of paired cells: the
+    residuals of g and r at the same size correlated, Σ = [[σ_g², σ_gr], [σ_gr, σ_r²]] estimated
+    from the residual pairs over P − 2 degrees of freedom (P sizes; the difference line's), and
+    the sandwich (XᵀX)⁻¹·Xᵀ(Σ ⊗ I_P)X·(XᵀX)⁻¹. With exponents per group (the same sizes, so the
+    same regressors) it is the seemingly-unrelated-regressions covariance: Var(β_g) =
+    σ_g²·(X₀ᵀX₀)⁻¹, Cov(β_g, β_r) = σ_gr·(X₀ᵀX₀)⁻¹; the variance of the difference line is then
+    (σ_g² + σ_r² − 2σ_gr)·(X₀ᵀX₀)⁻¹, the paired trend's. Coefficients, covariance, dof (nan
+    covariance without a degree of freedom)."""
+    if not np.array_equal(g.cells.n, r.cells.n):
+        raise ValueError(f"{g.name} and {r.name} are not at the same sizes: no pairs")
+    x, y = design(g, r, shared)  # (2P, k), (2P,): g's cells, then r's, each in N order
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    sizes = g.sizes
+    dof = sizes - 2
+    e = (y - x @ beta).reshape(2, sizes)  # (2, P): row 0 g's residuals, row 1 r's
+    sigma = e @ e.T / dof if dof > 0 else np.full((2, 2), np.nan)  # (2, 2)
+    bread = np.linalg.inv(x.T @ x)  # (k, k)
+    meat = x.T @ np.kron(sigma, np.eye(sizes)) @ x  # (k, k)
+    return beta, bread @ meat @ bread, dof
+
+
+def pair_covariance(
+    g: GroupLine, r: GroupLine, shared: bool, paired: bool
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The least-squares fit of the pair and its covariance: paired (`paired_covariance`) for a
+    paired design, else the groups independent with one residual variance (`ols_covariance`)."""
+    if paired:
+        return paired_covariance(g, r, shared)
+    return ols_covariance(*design(g, r, shared))

@@ -26,7 +26,7 @@ from analysis.scaling.exponent_test import exponent_test
 from analysis.scaling.group_lines import GroupLine
 from analysis.scaling.loss_to_loss import loss_to_loss
 from analysis.scaling.multipliers import PER_GROUP, multiplier_records
-from analysis.scaling.paired_trend import paired_sizes, trend_of
+from analysis.scaling.paired_trend import paired_design, paired_sizes, trend_of
 from analysis.scaling.points import TrialValues, aggregate_points, line_trials, lines
 from analysis.scaling.powerlaw import MIN_SIZES, distinct_count
 from analysis.scaling.saturating_multipliers import Saturating, fit_group, saturating_records
@@ -214,9 +214,11 @@ def _compare_line(
             continue
         g = _group_line(name, trials, seeded)
         series[name] = g
-        test = exponent_test(g, ref, **boot)
+        paired = paired_design(trials, ref_trials)
+        test = exponent_test(g, ref, **boot, paired=paired)
         out.exponent.append({**where, **test})
-        found = _with_verdict(multiplier_records(g, ref, spec.planned, **boot), test, spec.level)
+        found = multiplier_records(g, ref, spec.planned, **boot, paired=paired)
+        found = _with_verdict(found, test, spec.level)
         fits = _saturating(g, ref_fit, spec)
         if fits is not None:
             found += saturating_records(g, ref, fits, spec.planned, spec.level)

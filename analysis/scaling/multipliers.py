@@ -20,7 +20,9 @@ percentiles, every resample's fits (the same draws as exponent_test.py) giving m
 and the t-interval of ln m by the delta method from the least-squares covariance of the pair's
 fit (group_lines.ols_covariance), with the gradient of ln m in (c_g, a_g, c_r, a_r):
 (1/a_r, ln n/a_r, −1/a_r, −h/a_r²), h = c_g + a_g·ln n − c_r; shared, in (c_g, c_r, a):
-(1/a, −1/a, −(c_g − c_r)/a²).
+(1/a, −1/a, −(c_g − c_r)/a²). For a paired design (the same seeds at the same sizes) the
+covariance is the paired one (group_lines.paired_covariance, ci_method "t, paired"): per group,
+ln m = (ŷ_g(n) − ŷ_r(n))/a_r, and the noise the pairs share cancels in ŷ_g − ŷ_r.
 """
 
 from __future__ import annotations
@@ -35,9 +37,8 @@ from analysis.scaling.bootstrap import percentile_ci
 from analysis.scaling.group_lines import (
     GroupLine,
     Moments,
-    design,
     interval_method,
-    ols_covariance,
+    pair_covariance,
     shared_slope,
 )
 from analysis.seed_stats import t_quantile
@@ -73,11 +74,16 @@ def _fits(g: Moments, r: Moments, exponents: str) -> tuple[np.ndarray, ...]:
 
 
 def delta_t(
-    g: GroupLine, r: GroupLine, exponents: str, ln_n: np.ndarray, level: float
+    g: GroupLine,
+    r: GroupLine,
+    exponents: str,
+    ln_n: np.ndarray,
+    level: float,
+    paired: bool = False,
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The t-interval of ln m at each ln N (K,) by the delta method (module docstring); None
-    without a residual degree of freedom."""
-    beta, cov, dof = ols_covariance(*design(g, r, exponents == SHARED))
+    """The t-interval of ln m at each ln N (K,) by the delta method (module docstring), the
+    pair's covariance paired for a paired design; None without a residual degree of freedom."""
+    beta, cov, dof = pair_covariance(g, r, exponents == SHARED, paired)
     if dof < 1:
         return None
     if exponents == SHARED:
@@ -158,23 +164,25 @@ def multiplier_records(
     n_boot: int,
     level: float,
     seed: int,
+    paired: bool = False,
 ) -> list[dict[str, Any]]:
     """The multiplier at each of g's sizes and at the `planned` sizes with exponents per group,
-    and the one multiplier with the exponent shared (`n` None: the same at every N)."""
+    and the one multiplier with the exponent shared (`n` None: the same at every N); `paired`:
+    g and r are a paired design (its t-intervals take the pairs' shared noise out)."""
     ns = np.concatenate([g.cells.n, np.asarray(planned, dtype=np.float64)])
     where = ["observed"] * g.sizes + ["planned"] * len(planned)
     ln_n = np.log(ns)
     bg, ok_g = g.resamples(n_boot, seed)
     br, ok_r = r.resamples(n_boot, seed)
     ok = ok_g & ok_r
-    method = interval_method(g, r)
+    method = interval_method(g, r, paired)
     flat = flat_reference(r, level)
     out = []
     for exponents in (PER_GROUP, SHARED):
         full = _fits(g.moments(), r.moments(), exponents)
         point = log_multiplier(*full, ln_n)[0]  # (K,)
         boot = np.where(ok[:, None], log_multiplier(*_fits(bg, br, exponents), ln_n), np.nan)
-        t = delta_t(g, r, exponents, ln_n, level)
+        t = delta_t(g, r, exponents, ln_n, level, paired)
         for k in range(len(ns)) if exponents == PER_GROUP else range(1):
             each = exponents == PER_GROUP
             n_star = _exp(point[k] + ln_n[k])

@@ -27,6 +27,17 @@ PAIR_KEYS = ("x", "seed")
 """What pairs a trial of the loss with one of the reference: its size and its seed."""
 
 
+def paired_design(loss: pl.DataFrame, reference: pl.DataFrame) -> bool:
+    """Whether the loss's trials and the reference's are a paired design: both with seeds, the
+    same (size, seed) pairs under both, at least two sizes (frames with columns x = N, seed)."""
+    if "seed" not in loss.columns or "seed" not in reference.columns:
+        return False
+    keys = [loss.select(PAIR_KEYS).unique(), reference.select(PAIR_KEYS).unique()]
+    if keys[0].height != keys[1].height or keys[0]["x"].n_unique() < 2:
+        return False
+    return keys[0].join(keys[1], on=list(PAIR_KEYS)).height == keys[0].height
+
+
 def paired_sizes(loss: pl.DataFrame, reference: pl.DataFrame, level: float) -> list[dict[str, Any]]:
     """Per size both have, the paired differences' mean with its t-interval (frames of trials
     with columns x = N, seed and value)."""

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
+from scipy import stats
 
 from analysis.scaling.exponent_test import TEST_KEYS, exponent_test
 from tests.analysis.scaling.loss_tables import loss_table
@@ -70,3 +71,22 @@ def test_exact_laws_have_no_test_and_a_point_interval() -> None:
     # The shared slope of two exact lines with the same sizes is the mean of the two.
     assert got["shared_exponent"] == pytest.approx(0.21)
     assert np.isfinite(got["t_low"]) and got["t_low"] == pytest.approx(0.02)
+
+
+def test_a_paired_design_tests_the_slope_of_the_difference_line() -> None:
+    # Paired: b_g − b_r is minus the slope of the cell means' difference ln L_g − ln L_r on ln N,
+    # its interval and p those of that slope's least-squares fit (scipy's linregress on the
+    # differences, P − 2 = 4 degrees of freedom): the seeds' shared noise cancels.
+    found = lines(loss_table(seed=11))
+    g, r = found["steep"], found["mle"]
+    got = exponent_test(g, r, n_boot=50, level=0.95, seed=0, paired=True)
+    fit = stats.linregress(g.x, g.y - r.y)
+    half = stats.t.ppf(0.975, 4) * fit.stderr
+    assert got["ci_method"] == "t, paired"
+    assert got["difference"] == pytest.approx(-fit.slope, rel=1e-9)
+    assert (got["low"], got["high"]) == pytest.approx(
+        (-fit.slope - half, -fit.slope + half), rel=1e-9
+    )
+    assert got["p"] == pytest.approx(fit.pvalue, rel=1e-7)
+    alone = exponent_test(g, r, n_boot=50, level=0.95, seed=0)
+    assert got["high"] - got["low"] < 0.6 * (alone["high"] - alone["low"])

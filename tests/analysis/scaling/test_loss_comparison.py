@@ -56,6 +56,9 @@ def test_a_table_compared_by_group_with_planned_sizes(losses_csv: Path) -> None:
     assert len(saturating) == 2 * (6 + 2) and {r["ci_method"] for r in saturating} == {"bootstrap"}
     tests = {r["group"]: r for r in tables["scaling_exponent_test"]["records"]}
     assert set(tests) == {"del", "steep"}  # the reference is not compared with itself
+    # Every loss has the reference's seeds at its sizes: a paired design, paired t-intervals.
+    plain = [r for r in mult if r["exponents"] != "saturating"]
+    assert {r["ci_method"] for r in [*plain, *tests.values()]} == {"t, paired"}
     assert tests["steep"]["low"] < 0.02 < tests["steep"]["high"] and tests["steep"]["p"] < 0.01
     trend = {r["group"]: r for r in tables["scaling_paired_trend"]["records"]}
     assert trend["steep"]["trend"] == "falls" and trend["steep"]["pairs"] == 24
@@ -140,10 +143,21 @@ def test_a_store_without_the_reference_loss_exits_2(tmp_path: Path, capsys) -> N
 def test_the_report_draws_the_comparison(losses_csv: Path, tmp_path: Path) -> None:
     args = ["report", "--points", str(losses_csv), "--group", "loss_name", "--seed-column"]
     args += ["seed", "--reference", "mle", "--bootstrap", "200", "--fit-bootstrap", "10"]
-    assert main([*args, "-o", str(tmp_path / "png"), "--static"]) == 0
+    assert main([*args, "--at", "1e11,1e12", "-o", str(tmp_path / "png"), "--static"]) == 0
     png = tmp_path / "png" / "figures" / "loss_comparison.png"
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert (tmp_path / "png" / "tables" / "scaling_multipliers.csv").exists()
+    multipliers = (tmp_path / "png" / "tables" / "scaling_multipliers.csv").read_text()
+    assert multipliers.count("planned") == 2 * 2 * 2  # del and steep at 2 sizes, plain and Huber
+    # --at without --reference, or not a size: exit 2 naming it, before any file is written.
+    plain = [a for a in args if a not in ("--reference", "mle")]
+    for bad, said in (
+        ([*plain, "--at", "1e11"], "name the reference"),
+        ([*args, "--at", "-1"], "positive"),
+    ):
+        with pytest.raises(ResultsError, match=said):
+            run([*bad, "-o", str(tmp_path / "bad")])
+        assert main([*bad, "-o", str(tmp_path / "bad")]) == 2
+        assert not (tmp_path / "bad").exists()
     # The interactive page's figure, from the same series (plotly, drawn into the page).
     result = scaling_points(
         losses_csv, TableColumns(group="loss_name", seed="seed"), reference="mle", n_boot=200

@@ -12,7 +12,7 @@ from scipy import optimize
 
 from analysis.scaling.cells import Cells
 from analysis.scaling.group_lines import GroupLine
-from analysis.scaling.multipliers import PER_GROUP, SHARED, multiplier_records
+from analysis.scaling.multipliers import PER_GROUP, SHARED, delta_t, multiplier_records
 from tests.analysis.scaling.loss_tables import LAWS, SIZES, loss_table
 
 
@@ -101,3 +101,58 @@ def test_a_reference_that_does_not_fall_determines_no_multiplier() -> None:
     falling = lines(loss_table())
     records = multiplier_records(falling["del"], falling["mle"], [], n_boot=20, level=0.95, seed=0)
     assert not any((r["remark"] or "").startswith("the reference does not") for r in records)
+
+
+def _widths(table: dict[str, list], paired: bool) -> tuple[float, float, bool, bool]:
+    """(width of ln m's t-interval at the largest size for `steep`, of the shared multiplier's
+    for `del`, whether each holds its truth) with the pair's covariance paired or not."""
+    found = lines(table)
+    ln_n = np.log(np.array([SIZES[-1]]))
+    a_s, b_s = LAWS["steep"]
+    a_r, b_r = LAWS["mle"]
+    true_steep = (math.log(a_r / a_s) + (b_s - b_r) * ln_n[0]) / b_r
+    steep = delta_t(found["steep"], found["mle"], PER_GROUP, ln_n, 0.95, paired)
+    same = delta_t(found["del"], found["mle"], SHARED, ln_n, 0.95, paired)
+    true_same = 5 * math.log(10 / 9)
+    return (
+        float(steep[1][0] - steep[0][0]),
+        float(same[1][0] - same[0][0]),
+        bool(steep[0][0] < true_steep < steep[1][0]),
+        bool(same[0][0] < true_same < same[1][0]),
+    )
+
+
+@pytest.mark.parametrize(("shared", "own", "narrower"), [(0.01, 0.003, 0.75), (0.0, 0.01, None)])
+def test_paired_t_intervals_hold_the_truth_and_take_the_shared_noise_out(
+    shared, own, narrower
+) -> None:
+    # 300 tables of 6 sizes × 4 paired seeds (loss_tables.py, numpy alone): a seed's noise
+    # shared by the losses at its size (sd `shared`) and its own (sd `own`) in log L. The paired
+    # 95% intervals hold ln m at the largest size (steep, exponents per group) and the shared
+    # multiplier (del) ~285 times of 300 (270 or fewer: probability < 0.1%). With most noise
+    # shared they are narrower than the independent ones (expected ~0.5×: the pairs' difference
+    # has sd √2·own against √(shared² + own²), at t₀.₉₇₅ on 4 df, not 8); with none shared
+    # they still hold.
+    runs = [loss_table(shared=shared, own=own, seed=3000 + i) for i in range(300)]
+    paired = np.array([_widths(t, True) for t in runs])  # (300, 4)
+    held = paired[:, 2:].sum(axis=0)
+    assert held.min() > 270, held
+    if narrower is not None:
+        alone = np.array([_widths(t, False) for t in runs])
+        assert alone[:, 2:].sum(axis=0).min() > 270
+        ratio = np.median(paired[:, :2] / alone[:, :2], axis=0)
+        assert ratio.max() < narrower, ratio
+
+
+def test_a_paired_design_reports_the_paired_t_interval() -> None:
+    found = lines(loss_table(seed=7))
+    records = multiplier_records(found["del"], found["mle"], [], n_boot=50, level=0.95, seed=0)
+    paired = multiplier_records(
+        found["del"], found["mle"], [], n_boot=50, level=0.95, seed=0, paired=True
+    )
+    assert {r["ci_method"] for r in records} == {"t"}
+    assert {r["ci_method"] for r in paired} == {"t, paired"}
+    for alone, pair in zip(records, paired, strict=True):
+        assert pair["multiplier"] == alone["multiplier"]  # the fit is the same; its noise not
+        assert (pair["low"], pair["high"]) == (pair["t_low"], pair["t_high"])
+        assert pair["high"] - pair["low"] < alone["high"] - alone["low"]

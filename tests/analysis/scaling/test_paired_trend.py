@@ -12,7 +12,7 @@ import pytest
 import statsmodels.api as sm
 from scipy import stats
 
-from analysis.scaling.paired_trend import paired_sizes, trend_of
+from analysis.scaling.paired_trend import paired_design, paired_sizes, trend_of
 from tests.analysis.scaling.loss_tables import SIZES, loss_table
 
 
@@ -75,3 +75,17 @@ def test_an_exact_trend_and_too_few_sizes() -> None:
     assert two["slope"] is None and two["remark"] == "paired seeds at 2 size(s): a trend needs 3"
     unpaired = paired_sizes(loss.with_columns(pl.lit("9").alias("seed")), ref, 0.95)
     assert unpaired == []
+
+
+def test_a_paired_design_has_the_same_seeds_at_the_same_sizes() -> None:
+    table = loss_table(seed=5)
+    loss, ref = trials(table, "steep"), trials(table, "mle")
+    assert paired_design(loss, ref)
+    # A seed missing at one size, a seed renamed, no seed column, one size: not paired.
+    assert not paired_design(
+        loss.filter(~((pl.col("x") == SIZES[2]) & (pl.col("seed") == "3"))), ref
+    )
+    assert not paired_design(loss.with_columns(pl.col("seed").str.replace("3", "9")), ref)
+    assert not paired_design(loss.drop("seed"), ref)
+    one = [f.filter(pl.col("x") == SIZES[0]) for f in (loss, ref)]
+    assert not paired_design(*one)
