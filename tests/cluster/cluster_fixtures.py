@@ -274,6 +274,17 @@ class LocalCluster:
         return workers
 
 
+def describe(pid: int) -> str:
+    """A process as a failure message shows it: pid, state, parent and command line."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:160]
+    except OSError:
+        return f"{pid} (gone)"
+    state, ppid = stat[stat.rindex(b")") + 2 :].split()[:2]
+    return f"{pid} {state.decode()} ppid {ppid.decode()}: {cmd.decode(errors='replace')}"
+
+
 def running(pid: int) -> bool:
     """Whether `pid` is a live process (not gone, not a zombie awaiting its parent)."""
     try:
@@ -511,13 +522,14 @@ def start_midway(
             (t, node, pid) for pid, (t, node) in workers.items() if 4 <= steps.get(t, -1) < final
         ]
         if len(workers) == 2 and ready and (len(ready) == 2 or not every_trial):
-            return min(ready, key=lambda r: steps[r[0]])  # the one with the most steps to go
+            return sorted(ready, key=lambda r: steps[r[0]])  # the most steps to go first
         return None
 
     try:
-        trial_id, node, pid = wait_for("a trial midway", midway, timeout, every=1)
+        ready = wait_for("a trial midway", midway, timeout, every=1)
     except AssertionError as err:
         raise AssertionError(f"{err}; last seen: {seen}") from None
+    trial_id, node, pid = ready[0]
     return {
         "config": config,
         "results": results,
@@ -525,6 +537,7 @@ def start_midway(
         "trial": trial_id,
         "node": node,
         "worker_pid": pid,
+        "worker_pids": [r[2] for r in ready],
     }
 
 
@@ -562,19 +575,30 @@ def crash_node_midway(
     crashed_at = time.time()
     out = cluster.local("stop-node", run["node"], "--force", timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
-    run["survivors"] = {p for p in node_pids if running(p)}
+    # A SIGKILLed process can take a moment to finish exiting (state R, its memory and command
+    # line already gone, reparented to init): seen as a "survivor" right after the kill on a
+    # loaded machine. Outliving the crash means still running 10 s later.
+    deadline = time.monotonic() + 10
+    while any(running(p) for p in node_pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    run["survivors"] = [describe(p) for p in sorted(node_pids) if running(p)]
     return end_of(cluster, run, crashed_at, timeout)
 
 
 def kill_controllers_midway(
     cluster: LocalCluster, work: Path, runtime_env: Path, experiment: str, timeout: float
 ) -> dict:
-    """Once a trial has a checkpoint on disk, SIGKILL every Ray Train controller of the sweep
-    and every Ray Train placement-group cleaner (what a lost node that held the controllers did,
-    with the cleaners dead as CI's were), while the Train workers' nodes live on; wait up to
-    `timeout` s for the job to end. The workers' placement groups are then held by no live
-    actor: only numsweep's reaper can give their CPUs back to the restarted trials."""
+    """Once both trials have a checkpoint on disk, freeze their Train workers, SIGKILL every Ray
+    Train controller of the sweep and every Ray Train placement-group cleaner (what a lost node
+    that held the controllers did, with the cleaners dead as CI's were), while the Train
+    workers' nodes live on, and let the workers go on; wait up to `timeout` s for the job to
+    end. The workers' placement groups are then held by no live actor: only numsweep's reaper
+    can give their CPUs back to the restarted trials."""
     run = start_midway(cluster, work, runtime_env, experiment, timeout, every_trial=True)
+    # Both trials' Train workers frozen until their controllers are dead: one trial can be
+    # 70 steps ahead of the other, and a trial that ends before the kill loses no controller.
+    for pid in run["worker_pids"]:
+        os.kill(pid, signal.SIGSTOP)
     run["placement"] = control_actors(cluster, run["job_id"])
     run["actors_seen"] = actors_seen(cluster, run["job_id"])
     groups = [
@@ -591,6 +615,9 @@ def kill_controllers_midway(
     killed_at = time.time()
     for actor in victims:
         os.kill(int(actor["pid"]), signal.SIGKILL)
+    for pid in run["worker_pids"]:  # on, as workers whose controller died mid-run
+        if running(pid):
+            os.kill(pid, signal.SIGCONT)
     run["killed"] = sorted(a["class_name"] for a in victims)
     run["orphaned_groups"] = groups
     return end_of(cluster, run, killed_at, timeout)

@@ -466,7 +466,9 @@ def assert_control_on_the_head(
 def test_crashed_worker_node_its_trial_finishes_on_the_other(node_crash_sweep):
     run = node_crash_sweep
     assert_control_on_the_head(run["placement"], run.get("actors_seen"))
-    assert not run["survivors"], f"processes of {run['node']} outlived its crash"
+    assert not run["survivors"], (
+        f"processes of {run['node']} outlived its crash: {run['survivors']}"
+    )
     assert run["nodes"][run["node"]]["state"] == "DEAD"
     assert run["job"]["status"] == "SUCCEEDED", run["logs"][-4000:]
     latest = assert_complete(run["results"], run["config"])
