@@ -16,13 +16,13 @@ says so (no verdict table of empty rows, no one-size figures)."""
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.arms import assign_arms
 from analysis.command_start import freeze_lists
 from analysis.commands import option_of
+from analysis.planned_sizes import check_planned
 from analysis.report_figures import figure_writer
 from analysis.report_page import (
     Section,
@@ -116,11 +116,7 @@ class ReportSettings:
         if self.n_boot < 1:
             raise ResultsError(f"--bootstrap must be >= 1, got {self.n_boot}")
         # Checked here, not when the scaling section runs: before any file is written.
-        bad_at = [n for n in self.compare_at or () if not (n > 0 and math.isfinite(n))]
-        if bad_at:
-            raise ResultsError(f"--at must be positive, finite sizes N, got {bad_at}")
-        if self.compare_at and self.reference is None:
-            raise ResultsError("--at gives multipliers against --reference: name the reference")
+        check_planned(self.compare_at, self.reference)
 
 
 def write_report(store: Store, settings: ReportSettings) -> Path:

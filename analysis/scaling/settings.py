@@ -4,12 +4,12 @@ docstrings are the documentation of the command's options."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.command_start import freeze_lists
 from analysis.option_choices import AGGREGATES, AXES, LR_MODES
+from analysis.planned_sizes import check_planned, sizes
 from analysis.scaling.forms import HUBER_DELTA, JointForm, parse_fix
 from analysis.scaling.points import PARAM_METRICS
 from analysis.seed_stats import check_level
@@ -31,17 +31,6 @@ def flops(texts: list[str]) -> tuple[float, ...]:
 
 
 BUDGETS_FLAG = flag(metavar="C,C,...", parse=flops)
-
-
-def sizes(texts: list[str]) -> tuple[float, ...]:
-    """--at as parameter counts N; a value that is not a number is bad input."""
-    out = []
-    for text in texts:
-        try:
-            out.append(float(text))
-        except ValueError:
-            raise ValueError(f"--at: {text!r} is not a number of parameters") from None
-    return tuple(out)
 
 
 """--budgets 1e21,1e22: compute budgets in FLOPs."""
@@ -166,11 +155,7 @@ class ScalingSettings:
                 "compare_at",
             ),
         )
-        bad_at = [n for n in self.compare_at or () if not (n > 0 and math.isfinite(n))]
-        if bad_at:
-            raise ResultsError(f"--at must be positive, finite sizes N, got {bad_at}")
-        if self.compare_at and self.reference is None:
-            raise ResultsError("--at gives multipliers against --reference: name the reference")
+        check_planned(self.compare_at, self.reference)
         bad_budgets = [b for b in self.budgets or () if not b > 0]
         if bad_budgets:
             raise ResultsError(f"--budgets must be positive FLOPs, got {bad_budgets}")
