@@ -151,8 +151,9 @@ def add_comparison(result: Result, data: TrialValues, chosen: list[str], spec: C
     result.header.append(
         f"losses compared with {spec.label} {spec.reference} on N lines: plain laws L = A·N^−b "
         f"per {spec.label} and with b shared (cell means, log L); intervals: t below "
-        f"{MIN_BOOTSTRAP_POINTS} cells, else {spec.n_boot} resamples of cells (and seeds within "
-        f"cells where declared), seed {spec.seed}"
+        f"{MIN_BOOTSTRAP_POINTS} cells (paired where a loss has the reference's seeds at the same "
+        f"sizes), else {spec.n_boot} resamples of cells (and seeds within cells where declared), "
+        f"seed {spec.seed}"
         + (
             f"; saturating multipliers from the Huber fits M = E + A·N^−α, intervals from "
             f"{spec.saturating_boot} resamples"
