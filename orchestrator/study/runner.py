@@ -36,15 +36,28 @@ def _preflight(study: Study) -> None:
 
 
 def _pilot(root: str, study: Study, how: Launch) -> PilotSummary | None:
-    """The pilot's summary, running whatever of the pilot the store lacks; None: trials failed."""
+    """The pilot's summary, running whatever of the pilot the store lacks; None (having said
+    why): trials failed, or the run stopped before they finished."""
     sweep = pilot_sweep(study)
-    runs = runs_left(sweep, root, f"{study.pilot_experiment}-run")
+    name = f"{study.pilot_experiment}-run"
+    runs = runs_left(sweep, root, name)
     if runs:
         print(
             f"numsweep: study {study.experiment}: pilot, {len(study.spec.pilot.seeds)} seeds "
             f"-> {study.pilot_experiment}"
         )
         if run_trials(sweep, root, runs, how):
+            print("numsweep: pilot trials failed; run the same command again to retry them")
+            return None
+        # Tune ends a run it was asked to stop (SIGINT) as it ends a finished one: the store says
+        # which it was, and a pilot with arms unfinished is not summarised.
+        left = runs_left(sweep, root, name)
+        if left:
+            arms = len(left[0].arms or ()) or left[0].num_trials
+            print(
+                f"numsweep: the pilot stopped with {arms} of its trials unfinished "
+                "(interrupted); run the same command to resume it"
+            )
             return None
     return summarise_pilot(root, study)
 
@@ -98,7 +111,6 @@ def run_study(root: str, study: Study, how: Launch, pilot_only: bool = False) ->
         _preflight(study)
         pilot = _pilot(root, study, how)
         if pilot is None:
-            print("numsweep: pilot trials failed; run the same command again to retry them")
             return 1
         design = size_design(study, pilot)
         _check_seeds(study, design)

@@ -84,12 +84,31 @@ def _interrupted_after_look_1(study: Path, results: Path, log: Path) -> None:
     first.wait()
 
 
+def _interrupted_in_the_pilot(study: Path, results: Path, log: Path) -> tuple[int, str]:
+    """Start the pilot and send its command SIGINT (a user's Ctrl-C to the command alone) once
+    a pilot trial is running: (exit code, output)."""
+    run = numsweep_background("study", "run", study, "--results", results, "--pilot-only", log=log)
+    deadline = time.time() + 600
+    pilot = results / "trials" / f"experiment={EXPERIMENT}-pilot"
+    while time.time() < deadline and run.poll() is None and not any(pilot.glob("*.parquet")):
+        time.sleep(0.5)
+    assert run.poll() is None, "the pilot ended before it was interrupted:\n" + log_tail(log)
+    os.kill(run.pid, signal.SIGINT)
+    try:
+        code = run.wait(timeout=300)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    return code, log.read_text(errors="replace")
+
+
 @pytest.fixture(scope="module")
 def study_run(tmp_path_factory):
     """The study interrupted after look 1 (its status then), resumed to its verdict."""
     tmp = tmp_path_factory.mktemp("study")
     study, results = _write(tmp, STUDY), tmp / "results"
     started = time.monotonic()
+    interrupted = _interrupted_in_the_pilot(study, results, tmp / "pilot.log")
     pilot_only = numsweep("study", "run", study, "--results", results, "--pilot-only")
     registered_after_pilot = (results / "study" / EXPERIMENT / "registration.json").exists()
     _interrupted_after_look_1(study, results, tmp / "first.log")
@@ -110,6 +129,7 @@ def study_run(tmp_path_factory):
         "pilot_ids": pilot_ids,
         "resumed": resumed,
         "pilot_only": pilot_only,
+        "interrupted_pilot": interrupted,
         "registered_after_pilot": registered_after_pilot,
     }
 
@@ -136,6 +156,15 @@ def test_status_is_blind_while_the_study_runs(study_run):
             assert shown not in text, (shown, text)
     report = study_run["report_while_running"]
     assert report.returncode == 2 and "has not stopped" in report.stderr
+
+
+@pytest.mark.slow
+def test_an_interrupted_pilot_says_so_and_the_same_command_resumes_it(study_run):
+    code, out = study_run["interrupted_pilot"]
+    assert code == 1, out[-3000:]
+    assert "the pilot stopped with" in out and "run the same command to resume it" in out
+    assert "no arm to compare" not in out  # not summarised as if it had finished
+    assert study_run["pilot_only"].returncode == 0  # resumed (the next test reads it)
 
 
 @pytest.mark.slow
