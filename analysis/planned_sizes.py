@@ -6,18 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from analysis.settings_flags import numbers
 from records.errors import ResultsError
 
-
-def sizes(texts: list[str]) -> tuple[float, ...]:
-    """--at as parameter counts N; a value that is not a number is bad input."""
-    out = []
-    for text in texts:
-        try:
-            out.append(float(text))
-        except ValueError:
-            raise ValueError(f"--at: {text!r} is not a number of parameters") from None
-    return tuple(out)
+sizes = numbers("--at", "a number of parameters")
+"""--at as parameter counts N; a value that is not a number is bad input."""
 
 
 def check_planned(compare_at: Sequence[float] | None, reference: str | None) -> None:

@@ -56,6 +56,22 @@ def flag(*names: str, **how: Any) -> dict[str, Flag]:
     return {KEY: Flag(names, **how)}
 
 
+def numbers(option: str, what: str) -> Callable[[list[str]], tuple[float, ...]]:
+    """A list flag's `parse`: each item as a float; an item that is not a number is bad input
+    naming `option` and `what` each item is ("a number of FLOPs")."""
+
+    def parse(texts: list[str]) -> tuple[float, ...]:
+        out = []
+        for text in texts:
+            try:
+                out.append(float(text))
+            except ValueError:
+                raise ValueError(f"{option}: {text!r} is not {what}") from None
+        return tuple(out)
+
+    return parse
+
+
 def split_list(values: Sequence[str] | None) -> list[str]:
     """Repeated and comma-separated option values, flattened."""
     return [v.strip() for item in values or () for v in item.split(",") if v.strip()]

@@ -14,21 +14,12 @@ from analysis.scaling.forms import HUBER_DELTA, JointForm, parse_fix
 from analysis.scaling.points import PARAM_METRICS
 from analysis.seed_stats import check_level
 from analysis.selection import FINAL, VALUE_FLAG, ValueSpec
-from analysis.settings_flags import METRICS_FLAG, STATUS_FLAG, flag
+from analysis.settings_flags import METRICS_FLAG, STATUS_FLAG, flag, numbers
 from records.errors import ResultsError
 from records.reader import DEFAULT_STATUSES
 
-
-def flops(texts: list[str]) -> tuple[float, ...]:
-    """--budgets as FLOPs; a value that is not a number is bad input."""
-    out = []
-    for text in texts:
-        try:
-            out.append(float(text))
-        except ValueError:
-            raise ValueError(f"--budgets: {text!r} is not a number of FLOPs") from None
-    return tuple(out)
-
+flops = numbers("--budgets", "a number of FLOPs")
+"""--budgets as FLOPs; a value that is not a number is bad input."""
 
 BUDGETS_FLAG = flag(metavar="C,C,...", parse=flops)
 

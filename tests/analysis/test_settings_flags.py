@@ -170,6 +170,8 @@ def test_flags_by_hand_make_the_settings_the_flags_name() -> None:
 def test_bad_values_name_their_flag() -> None:
     cases = [
         ("scaling R --budgets 1e21,lots", "--budgets: 'lots' is not a number of FLOPs"),
+        ("scaling R --at 1e9,big --reference mle", "--at: 'big' is not a number of parameters"),
+        ("report R -o x --at 1e9,big", "--at: 'big' is not a number of parameters"),
         ("ablation R --value last", "--value must be one of final, best"),
         ("search R --top 0", "--top must be >= 1"),
         ("report R -o x --bootstrap 0", "--bootstrap must be >= 1"),
