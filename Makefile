@@ -24,13 +24,14 @@ PYTEST_ARGS ?=
 # out in collection order, longest first (tests/conftest.py), not xdist's most-tests-first.
 TEST_WORKERS ?= 2
 
-.PHONY: venv demo test lint format bench docs clean smollm smollm-demo s3-server chromium \
-	study-del study-del-report study-scaling study-scaling-report \
+.PHONY: venv ops dev test-env demo test lint format bench docs clean smollm smollm-demo s3-server \
+	chromium study-del study-del-report study-scaling study-scaling-report \
 	study-del-plateau study-del-plateau-report study-scaling-code study-scaling-code-gate \
 	study-scaling-code-report study-del-pretrained study-del-pretrained-report \
 	study-del-pretrained-replay study-del-plateau-replay study-del-doses study-del-doses-pilot \
 	study-del-doses-status
 
+# What a sweep needs (`make demo` needs nothing more): torch, then numsweep with its `sweep` extra.
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
@@ -43,27 +44,46 @@ $(VENV)/.installed: pyproject.toml Makefile
 	else \
 	    $(PY) -m pip install -q "$(TORCH_SPEC)" --index-url "$(or $(TORCH_INDEX),$(TORCH_CPU_INDEX))"; \
 	fi
-	# The rest through uv: the same 169 packages pip resolves, in 14 s instead of 111 s (both
-	# without a cache; bench/README.md), plus about 18 s to compile their bytecode as pip does
+	# The rest through uv: the same packages pip resolves, in seconds instead of minutes (both
+	# without a cache; bench/README.md), plus the time to compile their bytecode as pip does
 	# (UV_INSTALL). It keeps the torch above, which satisfies numsweep's.
 	$(PY) -m pip install -q "uv>=0.9"
+	$(UV) $(UV_INSTALL) --python $(PY) -e ".[sweep]"
+	touch $@
+
+# DeepSpeed's FusedAdam op (`train.optimizer: fused_adam`, the default) compiled into the installed
+# package once, so that no trial compiles it (trainables/worker/deepspeed_ops.py). The tests',
+# benches' and studies' trials load it; the demo trains with torch's AdamW and needs no op.
+ops: $(VENV)/.ops
+
+$(VENV)/.ops: $(VENV)/.installed
+	$(PY) -m trainables.worker.deepspeed_ops build
+	touch $@
+
+# The test suite's and lint's packages (`dev`) and live tracking's (`tracking`).
+dev: $(VENV)/.dev
+
+$(VENV)/.dev: $(VENV)/.installed
 	$(UV) $(UV_INSTALL) --python $(PY) -e ".[sweep,dev,tracking]"
 	# mlflow-skinny (the client) and mlflow-tracing (the tests' server) both write the `mlflow`
 	# package, at different versions; uv writes packages at once, so which file wins varied
 	# (one clean clone's `import mlflow` failed). Skinny's files, written last, as pip leaves them.
 	$(UV) $(UV_INSTALL) --python $(PY) --reinstall-package mlflow-skinny mlflow-skinny
-	# DeepSpeed would compile its CPU ops on a first trial (and again in every new venv): once, here.
-	$(PY) -m trainables.worker.deepspeed_ops build
 	touch $@
+
+# The suite's environment: both install into .venv, so one after the other.
+test-env:
+	$(MAKE) --no-print-directory dev
+	$(MAKE) --no-print-directory ops
 
 demo: venv
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m orchestrator sweep $(CONFIG)
 
-lint: venv
+lint: dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-format: venv
+format: dev
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
@@ -71,13 +91,13 @@ format: venv
 # With the venv first on PATH, as after `. .venv/bin/activate`: processes the tests start through
 # Ray (job entrypoints, `ray` CLIs) find the venv's python, not the system's.
 # The environments are set up side by side (moto's install and Chromium's are mostly download
-# time, while DeepSpeed's ops compile); only these three, which share nothing, ever run at once.
+# time, while DeepSpeed's op compiles); only these three, which share nothing, ever run at once.
 test:
-	$(MAKE) --no-print-directory --jobs=3 venv s3-server chromium
+	$(MAKE) --no-print-directory --jobs=3 test-env s3-server chromium
 	$(MAKE) --no-print-directory smollm lint
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-bench: venv
+bench: dev ops
 	$(PY) -m bench.losses
 
 # The docs' blocks derived from the code (README: loss tables; docs/results-store.md: trials columns).
@@ -93,7 +113,7 @@ $(VENV)/.smollm: $(VENV)/.installed
 	touch $@
 
 # Fine-tune the real SmolLM2-135M-Instruct on CPU with mle and del (slow: seconds per step).
-smollm-demo: smollm
+smollm-demo: smollm ops
 	$(PY) -m orchestrator sweep orchestrator/configs/smollm2.yaml
 
 # The tests' local S3-compatible server (moto's standalone server) in a virtualenv of its own:
@@ -129,7 +149,7 @@ DEL_RESULTS := $(DEL_STUDY)/results
 
 # Study 1: the ablation, DEL's search, then the search's best (alpha, beta) on the ablation's
 # seeds; then compaction and the report. Run again after an interruption: every sweep resumes.
-study-del: venv
+study-del: venv ops
 	$(RUN) -m orchestrator sweep $(DEL_STUDY)/ablation.yaml --results $(DEL_RESULTS); $(SWEPT)
 	$(RUN) -m orchestrator sweep $(DEL_STUDY)/search.yaml --results $(DEL_RESULTS); $(SWEPT)
 	$(RUN) -m orchestrator sweep $(DEL_STUDY)/confirm.yaml \
@@ -146,7 +166,7 @@ SCALING_STUDY := studies/scaling_cpu
 SCALING_RESULTS := $(SCALING_STUDY)/results
 
 # Study 2: seven sizes x mle, compensated x two seeds; compaction; the report.
-study-scaling: venv
+study-scaling: venv ops
 	$(RUN) -m orchestrator sweep $(SCALING_STUDY)/scaling.yaml --results $(SCALING_RESULTS); $(SWEPT)
 	$(RUN) -m orchestrator compact scaling-cpu --results $(SCALING_RESULTS)
 	$(MAKE) study-scaling-report
@@ -159,7 +179,7 @@ PLATEAU_PILOT := $(PLATEAU_STUDY)/pilot/results
 PLATEAU_RESULTS := $(PLATEAU_STUDY)/results
 
 # Study 3: the pilot (complete: skipped), the registered main run, compaction, the report.
-study-del-plateau: venv
+study-del-plateau: venv ops
 	$(RUN) -m orchestrator sweep $(PLATEAU_STUDY)/pilot/pilot.yaml --results $(PLATEAU_PILOT); $(SWEPT)
 	$(RUN) -m orchestrator sweep $(PLATEAU_STUDY)/main.yaml --results $(PLATEAU_RESULTS) \
 	    --no-summary; $(SWEPT)
@@ -184,7 +204,7 @@ LR_CHOICE := $(RUN) $(CODE_STUDY)/lr_choice.py
 # seed at the chosen rates, the gate; then the registered main run, which exists once the gate
 # has passed (main.yaml), and the report. Run again after an interruption: every sweep resumes,
 # every choice is recomputed the same.
-study-scaling-code: venv
+study-scaling-code: venv ops
 	$(RUN) -m orchestrator sweep $(CODE_STUDY)/lr_grid.yaml --results $(CODE_RESULTS); $(SWEPT)
 	$(RUN) -m orchestrator sweep $(CODE_STUDY)/lr_grid.yaml experiment=scaling-code-lr-h16l1 \
 	    'grid.presets=[h16l1]' --results $(CODE_RESULTS); $(SWEPT)
@@ -219,7 +239,7 @@ PRETRAINED_RESULTS := $(PRETRAINED_STUDY)/results
 # Study 5 (SmolLM2-135M-Instruct, mle vs del, generated answers): pilots A and B (complete:
 # skipped), the registered main run (interrupted, it resumes; it reads SVAMP and GSM8K from
 # ../shared/data, studies/del_pretrained/README.md), compaction and the report.
-study-del-pretrained: smollm
+study-del-pretrained: smollm ops
 	for pilot in a b; do \
 	    $(RUN) -m orchestrator sweep $(PRETRAINED_STUDY)/pilot/pilot_$$pilot.yaml \
 	        --results $(PRETRAINED_PILOT); $(SWEPT); \
@@ -250,11 +270,11 @@ DOSES_RESULTS := $(DOSES_STUDY)/results
 # Study 6 (SmolLM2-135M-Instruct, mle vs del at alpha 0.05 and 0.2, 512 steps at a constant rate)
 # through `numsweep study`: pilot C, its design (README, "Power plan"), the registration, the
 # main stage look by look until a look decides. Interrupted, the same target resumes.
-study-del-doses: smollm
+study-del-doses: smollm ops
 	$(RUN) -m orchestrator study run $(DOSES_STUDY)/study.yaml --results $(DOSES_RESULTS)
 
 # Pilot C alone, and the design the tool would register from it (nothing registered).
-study-del-doses-pilot: smollm
+study-del-doses-pilot: smollm ops
 	$(RUN) -m orchestrator study run $(DOSES_STUDY)/study.yaml --results $(DOSES_RESULTS) \
 	    --pilot-only
 

@@ -78,6 +78,7 @@ def one(model_name: str, mode: str, steps: int, cache_dir: str) -> dict[str, Any
     import deepspeed
     import torch
 
+    from compat.deepspeed_private import init_distributed_without_shm_comm
     from trainables.config import TrainConfig
     from trainables.losses import build_loss
     from trainables.models.presets import count_parameters
@@ -86,8 +87,8 @@ def one(model_name: str, mode: str, steps: int, cache_dir: str) -> dict[str, Any
     from trainables.worker.deepspeed_ops import announce_jit_builds, trial_ops
 
     precision, compiled = mode.split("+")[0], mode.endswith("+c")
-    announce_jit_builds(trial_ops(cuda=False, offload_optimizer=False))  # the trials' op cache
-    deepspeed.init_distributed(dist_backend="gloo")
+    announce_jit_builds(trial_ops(offload_optimizer=False))  # the trials' op cache
+    init_distributed_without_shm_comm(deepspeed, "gloo", dist_init_required=None)
     model = build(model_name)
     n_params = count_parameters(model)["total"]
     train = TrainConfig(micro_batch_size=BATCH.get(model_name, BATCH["preset"])[0], lr=1e-4)

@@ -137,12 +137,13 @@ def _engine(model: Any, mode: str) -> tuple[Any, Any, float | None]:
         return None, optimizer, None
     import deepspeed
 
+    from compat.deepspeed_private import init_distributed_without_shm_comm
     from trainables.config import TrainConfig
     from trainables.worker.deepspeed_config import deepspeed_config, worker_clipping
     from trainables.worker.deepspeed_ops import announce_jit_builds, trial_ops
 
-    announce_jit_builds(trial_ops(cuda=False, offload_optimizer=False))
-    deepspeed.init_distributed(dist_backend="gloo")
+    announce_jit_builds(trial_ops(offload_optimizer=False))
+    init_distributed_without_shm_comm(deepspeed, "gloo", dist_init_required=None)
     stage = {"zero2": 2, "zero0": 0, "zero0-stock": 0}[mode]
     train = TrainConfig(micro_batch_size=ROWS, lr=1e-4, zero_stage=stage)
     config, clip = deepspeed_config(train, 1, bf16=False), None

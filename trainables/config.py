@@ -141,7 +141,7 @@ class TrainConfig(_Strict):
     optimizer: Literal["fused_adam", "torch_adamw"] = "fused_adam"
     """The AdamW implementation, with the same `lr`, betas (0.9, 0.95), eps 1e-8 and
     `weight_decay` either way. `fused_adam`: DeepSpeed's FusedAdam, a compiled op (prebuilt for
-    CPUs by `make`; on a GPU DeepSpeed compiles it with nvcc on a trial's first use, minutes
+    CPUs by `make ops`; on a GPU DeepSpeed compiles it with nvcc on a trial's first use, minutes
     on a fresh machine). `torch_adamw`: torch's `torch.optim.AdamW` (DeepSpeed's `torch_adam`
     optimizer param, supported by every ZeRO stage), with torch's fused CUDA kernel on a CUDA
     device and torch's default implementation on a CPU; nothing compiled, so a trial announces

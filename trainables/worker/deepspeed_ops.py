@@ -1,14 +1,18 @@
-"""DeepSpeed's compiled CPU ops: built once when the environment is set up, never silently later.
+"""DeepSpeed's compiled CPU op: built once when the environment is set up, never silently later.
 
-On a CPU-only machine every trial loads two of DeepSpeed's C++ ops: ``fused_adam`` (the AdamW
-step) and ``deepspeed_shm_comm`` (shared-memory collectives, loaded by
-``deepspeed.init_distributed``). Left to itself DeepSpeed compiles them just in time on first
-use: 75–100 s of a first trial, repeated in every new environment because torch's JIT cache is
-keyed by the build flags, which hold the environment's path. Even a cached JIT build costs each
-trial 2–3 s (a CPU probe in a subprocess, a ninja check). `make` therefore reinstalls DeepSpeed
-with both ops compiled into the package (DeepSpeed's own ``DS_BUILD_<OP>=1`` pre-install:
-``python -m trainables.worker.deepspeed_ops build``), and a trial that finds an op it needs not
-prebuilt says so before DeepSpeed compiles it (`announce_jit_builds`).
+A CPU trial with DeepSpeed's AdamW (`train.optimizer: fused_adam`, the default) loads one of
+DeepSpeed's C++ ops, ``fused_adam``; with torch's AdamW (`torch_adamw`, as the demo trains) it
+loads none. (DeepSpeed's CPU accelerator would also load ``deepspeed_shm_comm``, shared-memory
+collectives, in ``deepspeed.init_distributed``; a trial leaves it out, as it serves inference
+only: `compat.deepspeed_private.init_distributed_without_shm_comm`.) Left to itself DeepSpeed
+compiles an op just in time on first use: tens of seconds of a first trial, repeated in every
+new environment because torch's JIT cache is keyed by the build flags, which hold the
+environment's path. Even a cached JIT build costs each trial 2–3 s (a CPU probe in a subprocess,
+a ninja check). `make ops` (run by `make test` and by the studies' targets; `make demo` needs no
+op) therefore reinstalls DeepSpeed with the op compiled into the package (DeepSpeed's own
+``DS_BUILD_<OP>=1`` pre-install: ``python -m trainables.worker.deepspeed_ops build``), and a trial
+that finds an op it needs not prebuilt says so before DeepSpeed compiles it
+(`announce_jit_builds`).
 
 GPU machines build CUDA ops just in time as DeepSpeed does by default (the announcement still
 names them); their JIT cache is kept per environment (`TORCH_EXTENSIONS_DIR` under the venv).
@@ -27,11 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 # Op name -> DeepSpeed's build switch, for the ops a CPU trial loads.
-CPU_OPS: dict[str, str] = {
-    "fused_adam": "DS_BUILD_FUSED_ADAM",
-    "deepspeed_shm_comm": "DS_BUILD_SHM_COMM",
-}
-# Measured on the project machine (2 cores): both ops, compiled in one go.
+CPU_OPS: dict[str, str] = {"fused_adam": "DS_BUILD_FUSED_ADAM"}
+# Measured on the project machine (2 cores): before 2026-12-08 with the shm op beside it,
+# 75–100 s for the two.
 BUILD_SECONDS = "75–100 s"
 
 
@@ -54,14 +56,14 @@ def jit_cache_dir() -> Path:
     return Path(os.environ.get("TORCH_EXTENSIONS_DIR", Path(sys.prefix) / "torch_extensions"))
 
 
-def trial_ops(*, cuda: bool, offload_optimizer: bool, optimizer: str = "fused_adam") -> list[str]:
+def trial_ops(*, offload_optimizer: bool, optimizer: str = "fused_adam") -> list[str]:
     """The compiled ops a trial's DeepSpeed engine loads: the AdamW step (on the CPU with ZeRO
-    optimizer offload; none for torch's AdamW, `train.optimizer: torch_adamw`), and on CPU-only
-    hosts the shared-memory collectives."""
-    ops = ["fused_adam"] if optimizer == "fused_adam" else []
+    optimizer offload; none for torch's AdamW, `train.optimizer: torch_adamw`), on a CPU as on a
+    GPU: the CPU accelerator's shared-memory op is left out
+    (`compat.deepspeed_private.init_distributed_without_shm_comm`)."""
     if offload_optimizer:
-        ops = ["cpu_adam"]
-    return ops if cuda else [*ops, "deepspeed_shm_comm"]
+        return ["cpu_adam"]
+    return ["fused_adam"] if optimizer == "fused_adam" else []
 
 
 def announce_jit_builds(ops: Sequence[str]) -> None:

@@ -10,7 +10,11 @@ import ray.train
 import torch
 import torch.distributed as dist
 
-from compat.deepspeed_private import import_deepspeed, skip_backward_allreduce
+from compat.deepspeed_private import (
+    import_deepspeed,
+    init_distributed_without_shm_comm,
+    skip_backward_allreduce,
+)
 from trainables.config import TrialConfig
 from trainables.losses import LOSSES, NumberVocab, build_loss
 from trainables.losses.contract import TokenLoss
@@ -106,11 +110,12 @@ def build_trial(cfg: TrialConfig, timeline: StartupTimeline) -> Trial:
     train = cfg.train
     cuda = device.type == "cuda"
     announce_jit_builds(
-        trial_ops(cuda=cuda, offload_optimizer=train.offload_optimizer, optimizer=train.optimizer)
+        trial_ops(offload_optimizer=train.offload_optimizer, optimizer=train.optimizer)
     )
     # Ray Train set up the process group; DeepSpeed must wrap it before it reads any config
-    # (else it sizes batches for a world of 1).
-    deepspeed.init_distributed(dist_backend=dist.get_backend(), dist_init_required=False)
+    # (else it sizes batches for a world of 1). Without the shared-memory op DeepSpeed's CPU
+    # accelerator would load here: it serves inference only (compat says why).
+    init_distributed_without_shm_comm(deepspeed, dist.get_backend())
     zero3, hf_ds_config = train.zero_stage == 3, None
     if zero3:
         # ZeRO-3: a pretrained model's weights are partitioned as they are loaded, never whole

@@ -21,8 +21,9 @@ from trainables.config import TrainConfig
 from trainables.worker.deepspeed_config import deepspeed_config, worker_clipping
 from trainables.models.presets import build_model
 from trainables.worker.trial_setup import deepspeed, skip_one_rank_all_reduce
+from compat.deepspeed_private import init_distributed_without_shm_comm
 
-deepspeed.init_distributed(dist_backend="gloo")
+init_distributed_without_shm_comm(deepspeed, "gloo", dist_init_required=None)
 
 def case(stage, skip):
     torch.manual_seed(0)
