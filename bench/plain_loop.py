@@ -67,13 +67,27 @@ class PlainRun:
     """The model's weights after the last step (CPU tensors)."""
 
 
+@dataclass
+class Trained:
+    """What a step hook sees: the model being trained and what evaluating it takes."""
+
+    model: torch.nn.Module
+    tokenizer: Any
+    vocab: Any
+    splits: Any
+    device: torch.device
+
+
 def train(
     config: dict[str, Any] | TrialConfig,
     device: str = "cpu",
     until: Callable[[], bool] | None = None,
+    on_step: Callable[[int, Trained], None] | None = None,
 ) -> PlainRun:
     """Train `config` for its `train.steps` steps in this process (see the module docstring);
-    with `until`, go on past them until it returns True."""
+    with `until`, go on past them until it returns True. `on_step(done, trained)`, if given, is
+    called before the first step (done = 0) and after each step, outside the timed span (the
+    plain Tune sweep of `bench.plain_tune` evaluates and reports there)."""
     cfg = config if isinstance(config, TrialConfig) else TrialConfig.model_validate(config)
     started = psutil.Process().create_time()
     run = PlainRun(startup_s={"imports": IMPORTED_AT - started})
@@ -115,6 +129,9 @@ def train(
         lambda s: lr_factor(s, train_cfg),
     )
     bf16 = dev.type == "cuda" and use_bf16(train_cfg.precision)
+    trained_view = Trained(model, tokenizer, vocab, splits, dev)
+    if on_step is not None:
+        on_step(0, trained_view)
 
     step = 0
     while step < train_cfg.steps or (until is not None and not until()):
@@ -159,6 +176,8 @@ def train(
         if step == 0:
             run.startup_s["first_step"] = run.step_end_at[0] - started
         step += 1
+        if on_step is not None:
+            on_step(step, trained_view)
 
     if dev.type == "cuda":
         run.peak_mem_mb = torch.cuda.max_memory_allocated(dev) / 2**20
