@@ -23,6 +23,8 @@ PYTEST_ARGS ?=
 # start-up), so more processes than cores gain nothing. TEST_WORKERS=0: one process. The files go
 # out in collection order, longest first (tests/conftest.py), not xdist's most-tests-first.
 TEST_WORKERS ?= 2
+# The wheel's address in a pip installation report (`pip install --dry-run --report -`) on stdin.
+export WHEEL_URL := import json, sys; print(json.load(sys.stdin)["install"][0]["download_info"]["url"])
 
 .PHONY: venv ops dev test-env demo test lint format bench docs clean smollm smollm-demo s3-server \
 	chromium study-del study-del-report study-scaling study-scaling-report \
@@ -37,17 +39,22 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -c "import torch" 2>/dev/null || \
-	if [ -z "$(TORCH_INDEX)" ] && \
-	    $(PY) -m pip install -q --dry-run --no-deps --no-index "$(TORCH_SPEC)" >/dev/null 2>&1; then \
-	    $(PY) -m pip install -q "$(TORCH_SPEC)"; \
-	else \
-	    $(PY) -m pip install -q "$(TORCH_SPEC)" --index-url "$(or $(TORCH_INDEX),$(TORCH_CPU_INDEX))"; \
-	fi
+	$(PY) -m pip install -q "uv>=0.9"
+	# torch first, so that the rest keeps it: the wheel pip picks (from TORCH_INDEX; else one it
+	# finds without an index, as on the project's machines; else from PyTorch's CPU index),
+	# installed by uv, which unpacks and byte-compiles it on every core (pip on one: the same CPU
+	# seconds, about half the wall time on 2 cores; bench/README.md, "The first run").
+	$(PY) -c "import torch" 2>/dev/null || { \
+	    if [ -n "$(TORCH_INDEX)" ]; then from="--index-url $(TORCH_INDEX)"; \
+	    elif $(PY) -m pip install -q --dry-run --no-deps --no-index "$(TORCH_SPEC)" \
+	        >/dev/null 2>&1; then from="--no-index"; \
+	    else from="--index-url $(TORCH_CPU_INDEX)"; fi; \
+	    wheel=$$($(PY) -m pip install -q --dry-run --no-deps --ignore-installed --report - \
+	        $$from "$(TORCH_SPEC)" | $(PY) -c "$$WHEEL_URL") && \
+	    $(UV) $(UV_INSTALL) --python $(PY) "torch @ $$wheel"; }
 	# The rest through uv: the same packages pip resolves, in seconds instead of minutes (both
 	# without a cache; bench/README.md), plus the time to compile their bytecode as pip does
 	# (UV_INSTALL). It keeps the torch above, which satisfies numsweep's.
-	$(PY) -m pip install -q "uv>=0.9"
 	$(UV) $(UV_INSTALL) --python $(PY) -e ".[sweep]"
 	touch $@
 

@@ -5,7 +5,7 @@
 For each revision (default: HEAD), one after another: `git clone` this checkout into a new
 folder, check the revision out, and run `make demo` there, every line it prints stamped with the
 seconds since the start. The phases are read from the commands make echoes (`PHASES`: the venv,
-pip's upgrade, torch, uv, the packages, DeepSpeed's op build, the extras, the sweep); each lasts
+pip's upgrade, uv, torch, the packages, DeepSpeed's op build, the extras, the sweep); each lasts
 until the next one starts. The clone's own `.venv` is new, the machine's caches are not: pip's
 wheel cache and find-links (torch), uv's cache. Printed as one Markdown table, a column per
 revision, with the machine and its load average, and the demo's last table lines (so that a
@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PHASES: tuple[tuple[str, str], ...] = (
     ("venv created", " -m venv "),
     ("pip upgraded", "--upgrade pip"),
-    ("torch installed", '-c "import torch"'),
     ("uv installed", 'install -q "uv'),
+    ("torch installed", '-c "import torch"'),
     ("packages installed (uv)", "pip install -q --compile-bytecode"),
     ("DeepSpeed's op built", "deepspeed_ops build"),
     ("sweep (start to table)", " -m orchestrator sweep "),
@@ -42,9 +42,12 @@ PHASES: tuple[tuple[str, str], ...] = (
 
 
 def phase_of(line: str) -> str | None:
-    """The phase a line make echoed starts, if any."""
+    """The phase a line make echoed starts, if any: a command's first line (make echoes a
+    command's continuation lines indented, its comments with `#`)."""
+    if line[:1].isspace() or line.startswith("#"):
+        return None
     for name, marker in PHASES:
-        if marker in line and not line.lstrip().startswith("#"):
+        if marker in line:
             return name
     return None
 
