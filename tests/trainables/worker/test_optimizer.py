@@ -1,7 +1,8 @@
 """`train.optimizer`: DeepSpeed's FusedAdam (the default) or torch's AdamW, with the same
 hyper-parameters; torch's fused kernel requested on CUDA devices only; an op build announced
 only for the optimizer that needs one; and real ZeRO-2 engines built each way, with the line a
-trial prints about its engine (`trainables.worker.trial_setup.describe_engine`)."""
+trial prints about its engine (`trainables.worker.trial_setup.describe_engine`), taking the same
+steps up to float rounding."""
 
 from __future__ import annotations
 
@@ -45,8 +46,9 @@ def test_only_fused_adam_needs_an_op_build():
 
 
 # In a fresh process (a one-rank gloo group of its own, DeepSpeed's CPU accelerator): a `tiny`
-# model's ZeRO-2 engine for each optimizer as `build_trial` configures it, one step on a seeded
-# batch; the optimizer DeepSpeed built, its `fused` setting and how far the weights moved.
+# model's ZeRO-2 engine for each optimizer as `build_trial` configures it, three steps on seeded
+# batches; the optimizer DeepSpeed built, its `fused` setting, how far the weights moved, and how
+# far apart the two optimizers left them.
 SCRIPT = """
 import json, os, sys
 os.environ.update(DS_ACCELERATOR="cpu", MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[1],
@@ -59,7 +61,7 @@ from trainables.worker.trial_setup import deepspeed, describe_engine
 from compat.deepspeed_private import init_distributed_without_shm_comm
 
 init_distributed_without_shm_comm(deepspeed, "gloo", dist_init_required=None)
-out = {}
+out, after = {}, {}
 for name in ("fused_adam", "torch_adamw"):
     torch.manual_seed(0)
     model = build_model("tiny", 64, 0, pad_token_id=0, bos_token_id=1, eos_token_id=2)
@@ -69,12 +71,13 @@ for name in ("fused_adam", "torch_adamw"):
         model=model, model_parameters=list(model.parameters()), config=config
     )
     before = [p.detach().clone() for p in engine.module.parameters()]
-    ids = torch.randint(3, 64, (2, 12), generator=torch.Generator().manual_seed(1))
-    engine.backward(engine(input_ids=ids, labels=ids).loss)
-    engine.step()
-    moved = sum(
-        float((p.detach() - b).abs().sum()) for p, b in zip(engine.module.parameters(), before)
-    )
+    for step in range(3):
+        ids = torch.randint(3, 64, (2, 12), generator=torch.Generator().manual_seed(1 + step))
+        engine.backward(engine(input_ids=ids, labels=ids).loss)
+        engine.step()
+    after[name] = [p.detach().clone() for p in engine.module.parameters()]
+    moved = sum(float((p - b).abs().sum()) for p, b in zip(after[name], before))
+    largest_move = max(float((p - b).abs().max()) for p, b in zip(after[name], before))
     basic = engine.basic_optimizer
     out[name] = {
         "class": f"{type(basic).__module__}.{type(basic).__qualname__}",
@@ -83,8 +86,12 @@ for name in ("fused_adam", "torch_adamw"):
         "lr": basic.param_groups[0]["lr"],
         "betas": list(basic.param_groups[0]["betas"]),
         "moved": moved,
+        "largest_move": largest_move,
         "line": describe_engine(engine, torch.device("cpu"), 1),
     }
+out["largest_difference"] = max(
+    float((a - b).abs().max()) for a, b in zip(after["fused_adam"], after["torch_adamw"])
+)
 print(json.dumps(out))
 """
 
@@ -101,7 +108,14 @@ def test_zero2_engines_build_each_optimizer_and_step():
         "ZeRO stage 2"
     )
     assert "optimizer FusedAdam, ZeRO stage 2" in out["fused_adam"]["line"]
-    for name, got in out.items():
+    for name in ("fused_adam", "torch_adamw"):
+        got = out[name]
         assert got["wrapper"] == "DeepSpeedZeroOptimizer", name  # ZeRO-2 took it
         assert got["betas"] == [0.9, 0.95] and got["lr"] == pytest.approx(3e-3), name
-        assert got["moved"] > 0, name  # one step changed the weights
+        assert got["moved"] > 0, name  # the steps changed the weights
+    # The same update: from the same weights and batches, three steps of either optimizer leave
+    # weights that differ by float rounding only (each step moves a weight by up to lr = 3e-3;
+    # Adam's first steps move most by nearly that). So the demo, which trains with torch's
+    # AdamW to need no compiled op, takes the steps it took with FusedAdam up to rounding.
+    assert out["fused_adam"]["largest_move"] > 1e-3
+    assert out["largest_difference"] <= 1e-4 * out["fused_adam"]["largest_move"]
