@@ -27,11 +27,18 @@ def _run_stats(store: Store) -> pl.DataFrame | None:
     latest, _ = read_latest(store, list(RUN_METRICS))
     if latest.height == 0:
         return None
-    per_trial = latest.group_by(["experiment", "trial_id", "metric"]).agg(
-        pl.when(pl.col("metric").first() == names.PEAK_MEM_MB)
-        .then(pl.col("value").max())
-        .otherwise(pl.col("value").mean())
-        .alias("value")
+    # In step order within each trial, so that each mean sums its floats in one order (a group's
+    # rows otherwise come in whatever order polars' threads gathered them: last-digit changes).
+    keys = ["experiment", "trial_id", "metric"]
+    per_trial = (
+        latest.sort(*keys, "step")
+        .group_by(keys, maintain_order=True)
+        .agg(
+            pl.when(pl.col("metric").first() == names.PEAK_MEM_MB)
+            .then(pl.col("value").max())
+            .otherwise(pl.col("value").mean())
+            .alias("value")
+        )
     )
     wide = per_trial.pivot(on="metric", index=["experiment", "trial_id"], values="value")
     for metric in RUN_METRICS:
@@ -74,6 +81,7 @@ def cost_panel(store: Store, arms: Arms) -> Result:
         frame = frame.join(costs, on=["experiment", "trial_id"], how="left")
     if run is not None:
         frame = frame.join(run, on=["experiment", "trial_id"], how="left")
+    frame = frame.sort("experiment", "trial_id")  # one order for every sum and mean below
     records = [_record(part, arm) for arm, part in _by_arm(frame, arms)]
     records.append(_record(frame, "all"))
     result.tables.append(
@@ -99,7 +107,7 @@ def cost_panel(store: Store, arms: Arms) -> Result:
 
 def _by_arm(frame: pl.DataFrame, arms: Arms) -> list[tuple[str, pl.DataFrame]]:
     """The trials of each arm, in the arms' display order."""
-    parts = {str(k[0]): part for k, part in frame.group_by("arm")}
+    parts = {str(k[0]): part for k, part in frame.group_by("arm", maintain_order=True)}
     return [(a, parts[a]) for a in arms.order if a in parts]
 
 

@@ -576,3 +576,25 @@ def test_report_renders_in_headless_chromium(tmp_path: Path, which: str) -> None
     # Tables and text are grey; the figures' lines and markers are the only saturated colour.
     saturation = pixels.max(axis=2) - pixels.min(axis=2)
     assert np.mean(saturation > 0.3) > 0.002
+
+
+def test_the_cost_table_does_not_depend_on_the_stores_row_order(tmp_path: Path) -> None:
+    # The del_cpu study's store, and a copy with every metrics part's rows reversed and the
+    # parts' names in reverse order: each mean then meets its floats in another order unless the
+    # panel fixes one (a clean clone's report once differed from the committed one in the last
+    # digits of its cost table).
+    import pyarrow as pa
+
+    reversed_store = tmp_path / "reversed"
+    shutil.copytree(DEL_CPU, reversed_store)
+    for experiment in (reversed_store / "metrics").iterdir():  # a part stays in its experiment
+        parts = sorted(experiment.glob("*.parquet"))
+        tables = [pq.read_table(p) for p in parts]
+        for path, table in zip(reversed(parts), tables, strict=True):
+            pq.write_table(table.take(pa.array(range(table.num_rows - 1, -1, -1))), path)
+    costs = []
+    for store in (DEL_CPU, reversed_store):
+        out = tmp_path / f"report-{store.name}"
+        assert main(["report", str(store), "-o", str(out), "--static"]) == 0
+        costs.append((out / "tables" / "cost.csv").read_bytes())
+    assert costs[0] == costs[1]
