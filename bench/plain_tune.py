@@ -13,8 +13,8 @@ side is `python -m orchestrator sweep CONFIG`. Each side runs in a process of it
 from its start to its exit; `--steps` shortens every trial of both (evaluation every quarter).
 
 Per side: wall time, and per trial (the means over the trials): the trial's start to its first
-step, the mean step, the seconds spent evaluating and in the rest of each report (numsweep:
-its manipulation check, checkpoint and Tune's hand-over; plain: `tune.report`). Printed as a
+step, the mean step, the seconds spent evaluating and the other report work each side measures
+(numsweep: its manipulation check; plain: `tune.report`). Printed as a
 Markdown table with the machine and its load average; written to `--json` (default
 bench/out/plain_tune.json).
 """
@@ -139,34 +139,39 @@ def run_plain(sweep_path: Path, out: Path) -> None:
         raise SystemExit(f"plain Tune sweep: {len(results.errors)} trial(s) failed")
 
 
+# numsweep's per-report seconds: its evaluation, and its manipulation check (train/aux_grad_*),
+# which the plain side does not do.
+EVAL_METRICS = ("perf/eval_s", "perf/aux_grad_s")
+
+
 def numsweep_side(results: Path, steps: int) -> list[dict[str, Any]]:
     """numsweep's trials in the same terms as the plain records."""
     import polars as pl
 
-    metrics = pl.read_parquet(f"{results}/metrics/*/*.parquet")
+    spent = (
+        pl.read_parquet(f"{results}/metrics/*/*.parquet")
+        .filter(pl.col("metric").is_in(EVAL_METRICS))
+        .group_by("trial_id", "metric")
+        .agg(pl.col("value").sum(), pl.len().alias("reports"))
+    )
+    seconds = {(r["trial_id"], r["metric"]): r for r in spent.iter_rows(named=True)}
     out = []
     for trial in numsweep_trials(results):
-        rows = metrics.filter(pl.col("trial_id") == trial["trial_id"])
-        total = {m: rows.filter(pl.col("metric") == m)["value"].sum() for m in EVAL_METRICS}
-        windows = trial["step_windows_s"]
+        evals = seconds[(trial["trial_id"], "perf/eval_s")]
+        aux = seconds.get((trial["trial_id"], "perf/aux_grad_s"), {"value": 0.0})
         out.append(
             {
                 "trial_id": trial["trial_id"],
                 "loss": trial["loss"],
                 "first_step_s": trial["timeline_s"]["first_step"],
-                "step_s": statistics.fmean(windows),
-                "eval_s": total["perf/eval_s"],
-                "report_s": total["perf/aux_grad_s"],
-                "reports": rows.filter(pl.col("metric") == "perf/eval_s").height,
+                "step_s": statistics.fmean(trial["step_windows_s"]),
+                "eval_s": evals["value"],
+                "report_s": aux["value"],
+                "reports": evals["reports"],
                 "steps": steps,
             }
         )
     return out
-
-
-# numsweep's per-report seconds: its evaluation, and its manipulation check (train/aux_grad_*),
-# which the plain side does not do.
-EVAL_METRICS = ("perf/eval_s", "perf/aux_grad_s")
 
 
 def run_side(side: str, sweep_path: Path, folder: Path) -> dict[str, Any]:
@@ -197,8 +202,8 @@ def run_side(side: str, sweep_path: Path, folder: Path) -> dict[str, Any]:
 def summary(run: dict[str, Any]) -> dict[str, float]:
     """A side's sweep wall time and its trials' means."""
     trials = run["trials"]
-    mean = {k: statistics.fmean(t[k] for t in trials) for k in ("first_step_s", "step_s")}
-    mean.update({k: statistics.fmean(t[k] for t in trials) for k in ("eval_s", "report_s")})
+    keys = ("first_step_s", "step_s", "eval_s", "report_s")
+    mean = {k: statistics.fmean(t[k] for t in trials) for k in keys}
     mean["training_s"] = mean["step_s"] * trials[0]["steps"]
     return {"wall_s": run["wall_s"], "trials": len(trials), **mean}
 
